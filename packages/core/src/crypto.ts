@@ -1,0 +1,53 @@
+import type * as NodeCrypto from 'node:crypto';
+
+/**
+ * `node:crypto` when the runtime has it. Looked up through `process.getBuiltinModule` rather than a
+ * static import, so that bundling `@pixhook/core` for a runtime without Node built-ins (Workers,
+ * browsers) does not fail; those runtimes verify with Web Crypto instead.
+ */
+export const nodeCrypto: typeof NodeCrypto | undefined = (
+  globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
+).process?.getBuiltinModule?.('node:crypto') as typeof NodeCrypto | undefined;
+
+const encoder = new TextEncoder();
+
+/** UTF-8 bytes of a string, or the bytes themselves. */
+export function toBytes(data: Uint8Array | string): Uint8Array {
+  return typeof data === 'string' ? encoder.encode(data) : data;
+}
+
+/** HMAC-SHA256 of `t.` followed by the body's bytes, on Node's synchronous crypto. */
+export function hmacSha256(secret: string, t: string, body: Uint8Array): Uint8Array {
+  if (!nodeCrypto) {
+    throw new Error(
+      'node:crypto is not available in this runtime: use `await webhooks.handle(…)` or `verifyAsync`, which use Web Crypto.',
+    );
+  }
+  return nodeCrypto.createHmac('sha256', secret).update(`${t}.`).update(body).digest();
+}
+
+/** Constant-time equality of two byte arrays of the same length (false when lengths differ). */
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  if (nodeCrypto) return nodeCrypto.timingSafeEqual(a, b);
+  let diff = 0;
+  for (let i = 0; i < a.byteLength; i++) diff |= (a[i] as number) ^ (b[i] as number);
+  return diff === 0;
+}
+
+const HEX_64 = /^[0-9a-fA-F]{64}$/;
+
+/** 32 bytes from 64 hex digits (either case), or undefined when the text is anything else. */
+export function hexToBytes32(hex: string): Uint8Array | undefined {
+  if (!HEX_64.test(hex)) return undefined;
+  const out = new Uint8Array(32);
+  for (let i = 0; i < 32; i++) out[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+/** Lower-case hex of bytes. */
+export function bytesToHex(bytes: Uint8Array): string {
+  let out = '';
+  for (let i = 0; i < bytes.byteLength; i++) out += (bytes[i] as number).toString(16).padStart(2, '0');
+  return out;
+}

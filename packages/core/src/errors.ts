@@ -1,0 +1,69 @@
+/** Every error code pixhook answers with, and the HTTP status each one maps to. */
+export const ERROR_STATUS = {
+  METHOD_NOT_ALLOWED: 405,
+  PAYLOAD_TOO_LARGE: 413,
+  BODY_UNREADABLE: 400,
+  MISSING_SIGNATURE: 400,
+  MALFORMED_SIGNATURE: 400,
+  TIMESTAMP_OUT_OF_TOLERANCE: 400,
+  SIGNATURE_MISMATCH: 400,
+  INVALID_JSON: 400,
+  INVALID_EVENT: 400,
+  EVENT_TYPE_MISMATCH: 400,
+  MISSING_HEADER: 400,
+  IN_FLIGHT: 409,
+  HANDLER_FAILED: 500,
+  RAW_BODY_UNAVAILABLE: 500,
+  STORE_UNAVAILABLE: 503,
+} as const;
+
+/** A pixhook error code, e.g. `'SIGNATURE_MISMATCH'`. */
+export type WebhookErrorCode = keyof typeof ERROR_STATUS;
+
+/**
+ * The one error class of pixhook: a rejected request or a failed step, with a `code` from the
+ * contract's table, the HTTP `status` pixhook answers with, and an optional `cause`.
+ * Messages are meant for people and never contain a secret or an expected signature.
+ *
+ * @example
+ * try { webhooks.verify(rawBody, headers) }
+ * catch (error) { if (isWebhookVerificationError(error)) console.log(error.code, error.status) }
+ */
+export class WebhookVerificationError extends Error {
+  override readonly name = 'WebhookVerificationError';
+  readonly code: WebhookErrorCode;
+  readonly status: number;
+
+  constructor(code: WebhookErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+  }
+
+  /** The JSON body pixhook answers with: `{"error":{"code","message"}}`. */
+  toJSON(): { error: { code: WebhookErrorCode; message: string } } {
+    return { error: { code: this.code, message: this.message } };
+  }
+}
+
+/**
+ * True for a `WebhookVerificationError`, recognised by `name` and `code` so that two copies of
+ * `@pixhook/core` (an ESM and a CJS one, say) still understand each other's errors.
+ *
+ * @example
+ * if (isWebhookVerificationError(error) && error.code === 'TIMESTAMP_OUT_OF_TOLERANCE') { … }
+ */
+export function isWebhookVerificationError(value: unknown): value is WebhookVerificationError {
+  if (value instanceof WebhookVerificationError) return true;
+  if (typeof value !== 'object' || value === null) return false;
+  const { name, code } = value as { name?: unknown; code?: unknown };
+  return name === 'WebhookVerificationError' && typeof code === 'string' && code in ERROR_STATUS;
+}
+
+/** The 413 error for a body above `maxBodyBytes`. */
+export function payloadTooLarge(limit: number): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'PAYLOAD_TOO_LARGE',
+    `The body is larger than maxBodyBytes (${limit} bytes); raise maxBodyBytes if the service really sends such events.`,
+  );
+}

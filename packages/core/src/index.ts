@@ -1,0 +1,37 @@
+export {
+  ERROR_STATUS,
+  isWebhookVerificationError,
+  type WebhookErrorCode,
+  WebhookVerificationError,
+} from './errors.js';
+export {
+  type AnyEvent,
+  type DataObject,
+  type DefaultEventDataMap,
+  EVENT_TYPES,
+  type EventDataMap,
+  type EventOf,
+  type EventType,
+  type KnownEvent,
+  type UnknownEvent,
+  type WebhookEvent,
+} from './events.js';
+export type { HeadersInput } from './headers.js';
+export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
+export type { WebhooksOptions } from './options.js';
+export type { BodyReader, HandleInput, WebhookResponse } from './pipeline.js';
+export { sign } from './sign.js';
+export { type ParsedSignatureHeader, parseSignatureHeader } from './signature-header.js';
+export {
+  type ClaimResult,
+  DEFAULT_COMPLETED_TTL_MS,
+  DEFAULT_IN_FLIGHT_TTL_MS,
+  type IdempotencyStore,
+} from './store.js';
+export {
+  type ErrorContext,
+  type ErrorHandler,
+  type EventHandler,
+  type HandlerContext,
+  Webhooks,
+} from './webhooks.js';

@@ -1,0 +1,65 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import getRawBody from 'raw-body';
+import { payloadTooLarge, WebhookVerificationError } from './errors.js';
+import type { BodyReader } from './pipeline.js';
+
+/**
+ * A `BodyReader` for a Node request, shared by the Express and Koa adapters. It uses a raw copy of
+ * the body when an earlier parser kept one, otherwise reads the stream itself and stops at the
+ * limit (413 without buffering the rest). When a parser consumed the stream and kept no copy, it
+ * answers `RAW_BODY_UNAVAILABLE` with `hint`, which tells the user how to mount the middleware.
+ *
+ * @param req - the Node request, or the stream that carries its body
+ * @param copy - a raw copy kept by a body parser (`req.rawBody`, Koa's `ctx.request.rawBody`), if any
+ * @param hint - one sentence on how to mount the middleware in this framework
+ * @example
+ * await webhooks.handle({ method: req.method, headers: req.headers, body: nodeBodyReader(req, req.rawBody, hint), request: req })
+ */
+export function nodeBodyReader(
+  req: Readable & { headers?: IncomingHttpHeaders },
+  copy: unknown,
+  hint: string,
+): BodyReader {
+  return async (limit) => {
+    if (copy instanceof Uint8Array || typeof copy === 'string') return copy;
+    // body-parser marks `_body`; any reader leaves `readableDidRead`. Reading now would get a
+    // truncated or empty body and a misleading SIGNATURE_MISMATCH, so say what happened instead.
+    const consumed = req.readableEnded || req.readableDidRead || (req as { _body?: unknown })._body === true;
+    if (consumed) {
+      throw new WebhookVerificationError(
+        'RAW_BODY_UNAVAILABLE',
+        `A body parser consumed the request before pixhook and kept no raw copy, so the signature cannot be checked. ${hint}`,
+      );
+    }
+    try {
+      return await getRawBody(req, { limit, length: req.headers?.['content-length'] });
+    } catch (error) {
+      if ((error as { type?: unknown }).type === 'entity.too.large') throw payloadTooLarge(limit);
+      throw error;
+    }
+  };
+}
+
+/**
+ * A predicate for the adapters' `path` option: without a path every request matches; with one,
+ * the request path must equal it, a trailing slash tolerated. The query string is ignored.
+ *
+ * @example
+ * const matches = pathMatcher('/webhooks', '@pixhook/koa'); matches('/webhooks/') // true
+ */
+export function pathMatcher(path: string | undefined, owner: string): (requestPath: string) => boolean {
+  if (path === undefined) return () => true;
+  if (typeof path !== 'string' || !path.startsWith('/')) {
+    throw new TypeError(`${owner}: path must be a string starting with "/", got ${JSON.stringify(path)}.`);
+  }
+  const want = trimSlash(path);
+  return (requestPath) => {
+    const q = requestPath.indexOf('?');
+    return trimSlash(q === -1 ? requestPath : requestPath.slice(0, q)) === want;
+  };
+}
+
+function trimSlash(path: string): string {
+  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+}

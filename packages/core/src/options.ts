@@ -1,0 +1,98 @@
+import { MemoryStore } from './memory-store.js';
+import { type IdempotencyStore, isIdempotencyStore } from './store.js';
+
+/** Options of `new Webhooks(…)`, checked once when the object is built. */
+export interface WebhooksOptions {
+  /**
+   * The endpoint's signing secret, or several while rotating (a signature matching any is
+   * accepted). Must be non-empty without leading or trailing white space. No default: a missing
+   * secret (an unset environment variable, say) throws at construction.
+   * @example secret: process.env.SIGNING_SECRET
+   * @example secret: [process.env.NEW_SECRET, process.env.OLD_SECRET]
+   */
+  secret: string | readonly (string | undefined)[] | undefined;
+  /**
+   * Seconds the signature's `t` may differ from now, past or future; `false` turns the check off
+   * (not recommended: it is the replay protection).
+   * @default 300
+   */
+  tolerance?: number | false;
+  /**
+   * Largest body accepted, in bytes; above it pixhook answers 413 without buffering the rest.
+   * @default 1_048_576 (1 MiB)
+   */
+  maxBodyBytes?: number;
+  /**
+   * Where processed events are recorded so each runs once; `false` turns de-duplication off.
+   * @default new MemoryStore()
+   */
+  store?: IdempotencyStore | false;
+  /**
+   * Clock in milliseconds, used for the tolerance check; inject one in tests.
+   * @default Date.now
+   */
+  now?: () => number;
+}
+
+/** Options after validation. */
+export interface ResolvedOptions {
+  secrets: readonly string[];
+  tolerance: number | false;
+  maxBodyBytes: number;
+  store: IdempotencyStore | false;
+  now: () => number;
+}
+
+/** Throws a TypeError unless `secret` is a usable signing secret. The message never shows it. */
+export function assertSecret(secret: unknown, name: string): asserts secret is string {
+  if (secret === undefined || secret === null) {
+    throw new TypeError(
+      `pixhook: ${name} is missing. Pass the endpoint's signing secret from the dashboard (Keys → Webhooks), e.g. process.env.SIGNING_SECRET, and check that the variable is set.`,
+    );
+  }
+  if (typeof secret !== 'string') {
+    throw new TypeError(`pixhook: ${name} must be a string, got ${typeof secret}.`);
+  }
+  if (secret === '') throw new TypeError(`pixhook: ${name} is empty.`);
+  if (secret.trim() !== secret) {
+    throw new TypeError(
+      `pixhook: ${name} has leading or trailing white space (a copied newline?); remove it, signatures would never match.`,
+    );
+  }
+}
+
+/** Validates the options of `new Webhooks(…)` and fills in defaults. */
+export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('pixhook: new Webhooks(options) needs an options object with a secret.');
+  }
+  const list = Array.isArray(options.secret) ? options.secret : [options.secret];
+  if (list.length === 0) throw new TypeError('pixhook: secret is an empty array; give at least one secret.');
+  for (const [i, secret] of list.entries()) {
+    assertSecret(secret, Array.isArray(options.secret) ? `secret[${i}]` : 'secret');
+  }
+
+  const tolerance = options.tolerance ?? 300;
+  if (tolerance !== false && (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance <= 0)) {
+    throw new TypeError(
+      `pixhook: tolerance must be a positive number of seconds, or false to turn the check off; got ${String(tolerance)}.`,
+    );
+  }
+
+  const maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
+    throw new TypeError(`pixhook: maxBodyBytes must be a positive whole number of bytes; got ${String(maxBodyBytes)}.`);
+  }
+
+  const store = options.store === undefined ? new MemoryStore() : options.store;
+  if (store !== false && !isIdempotencyStore(store)) {
+    throw new TypeError(
+      'pixhook: store must implement claim(), complete() and release() (an IdempotencyStore), or be false.',
+    );
+  }
+
+  const now = options.now ?? Date.now;
+  if (typeof now !== 'function') throw new TypeError('pixhook: now must be a function returning milliseconds.');
+
+  return { secrets: list as string[], tolerance, maxBodyBytes, store, now };
+}

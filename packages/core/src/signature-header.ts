@@ -1,0 +1,62 @@
+import { WebhookVerificationError } from './errors.js';
+
+/** The parts of an `X-Service-Signature` header that pixhook uses. */
+export interface ParsedSignatureHeader {
+  /** The `t` value exactly as sent (leading zeros included): it is part of the signed string. */
+  t: string;
+  /** `t` as a number of Unix seconds. */
+  timestamp: number;
+  /** Every `v1` value, in the order sent. */
+  v1: string[];
+}
+
+const DIGITS = /^[0-9]+$/;
+
+function malformed(detail: string): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'MALFORMED_SIGNATURE',
+    `The X-Service-Signature header is malformed: ${detail}. Expected "t=<unix seconds>,v1=<hex signature>".`,
+  );
+}
+
+/**
+ * Parses `X-Service-Signature` strictly: exactly one `t` of digits only, at least one non-empty
+ * `v1`, parts in any order separated by commas (spaces after them tolerated), unknown schemes
+ * (`v0=` …) ignored. Throws `MISSING_SIGNATURE` or `MALFORMED_SIGNATURE`.
+ *
+ * @example
+ * parseSignatureHeader('t=1700000000,v1=5257a8…') // { t: '1700000000', timestamp: 1700000000, v1: ['5257a8…'] }
+ */
+export function parseSignatureHeader(header: string | undefined): ParsedSignatureHeader {
+  if (header === undefined || header.trim() === '') {
+    throw new WebhookVerificationError(
+      'MISSING_SIGNATURE',
+      'The X-Service-Signature header is missing: only signed deliveries from the service are accepted.',
+    );
+  }
+  let t: string | undefined;
+  const v1: string[] = [];
+  for (const rawPart of header.split(',')) {
+    const part = rawPart.trim();
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    if (eq <= 0) throw malformed(`"${truncate(part)}" is not a key=value pair`);
+    const key = part.slice(0, eq);
+    const value = part.slice(eq + 1);
+    if (key === 't') {
+      if (t !== undefined) throw malformed('it carries more than one t');
+      if (!DIGITS.test(value)) throw malformed('t must be Unix seconds, digits only');
+      t = value;
+    } else if (key === 'v1') {
+      if (value === '') throw malformed('a v1 value is empty');
+      v1.push(value);
+    }
+  }
+  if (t === undefined) throw malformed('it has no t');
+  if (v1.length === 0) throw malformed('it has no v1');
+  return { t, timestamp: Number(t), v1 };
+}
+
+function truncate(text: string): string {
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}

@@ -1,0 +1,92 @@
+import { bytesEqual, hexToBytes32, hmacSha256 } from './crypto.js';
+import { WebhookVerificationError } from './errors.js';
+import type { AnyEvent } from './events.js';
+import { getHeader, HEADER, type HeadersInput } from './headers.js';
+import type { ResolvedOptions } from './options.js';
+import { parseEvent } from './parse-event.js';
+import { type ParsedSignatureHeader, parseSignatureHeader } from './signature-header.js';
+
+/** A delivery that passed every check. */
+export interface VerifiedDelivery {
+  event: AnyEvent;
+  /** The signature's `t`, in Unix seconds. */
+  timestamp: number;
+  /** The X-Service-Delivery header. */
+  deliveryId: string;
+}
+
+/** Steps 1–2: parse the header and check the timestamp. */
+export function checkHeader(
+  options: Pick<ResolvedOptions, 'tolerance' | 'now'>,
+  headers: HeadersInput,
+): ParsedSignatureHeader {
+  const parsed = parseSignatureHeader(getHeader(headers, HEADER.signature));
+  if (options.tolerance !== false) {
+    const age = Math.floor(options.now() / 1000) - parsed.timestamp;
+    if (Math.abs(age) > options.tolerance) {
+      throw new WebhookVerificationError(
+        'TIMESTAMP_OUT_OF_TOLERANCE',
+        age > 0
+          ? `The signature timestamp is ${age} s old, beyond the ${options.tolerance} s tolerance: a replayed or long-delayed delivery, or a server clock out of sync (check NTP).`
+          : `The signature timestamp is ${-age} s in the future, beyond the ${options.tolerance} s tolerance: check this server's clock (NTP).`,
+      );
+    }
+  }
+  return parsed;
+}
+
+/** Step 3: any `v1` equal, in constant time, to any expected signature. */
+export function matchSignature(expected: readonly Uint8Array[], v1: readonly string[]): void {
+  for (const candidate of v1) {
+    // A v1 that is not 64 hex digits can never match; skipping it leaks nothing about secrets.
+    const bytes = hexToBytes32(candidate);
+    if (!bytes) continue;
+    for (const signature of expected) {
+      if (bytesEqual(signature, bytes)) return;
+    }
+  }
+  throw new WebhookVerificationError(
+    'SIGNATURE_MISMATCH',
+    "No v1 signature matches: check that the secret is this endpoint's signing secret, and that the raw body reaches pixhook unmodified (not parsed and re-serialised JSON).",
+  );
+}
+
+/** Steps 4–6: parse the signed body, then check the unsigned headers against it. */
+export function checkBody(body: Uint8Array, headers: HeadersInput, timestamp: number): VerifiedDelivery {
+  const event = parseEvent(body);
+  // The headers are not signed: they may only agree with the body, never steer dispatch.
+  const eventHeader = getHeader(headers, HEADER.event);
+  if (eventHeader !== event.type) {
+    throw new WebhookVerificationError(
+      'EVENT_TYPE_MISMATCH',
+      eventHeader === undefined
+        ? 'The X-Service-Event header is missing; the service sends it with every delivery.'
+        : "The X-Service-Event header does not equal the signed body's type.",
+    );
+  }
+  const deliveryId = getHeader(headers, HEADER.delivery);
+  if (deliveryId === undefined || deliveryId.trim() === '') {
+    throw new WebhookVerificationError(
+      'MISSING_HEADER',
+      'The X-Service-Delivery header is missing or empty; the service sends a delivery id with every delivery.',
+    );
+  }
+  return { event, timestamp, deliveryId };
+}
+
+/**
+ * The whole authenticity-and-shape decision, synchronously, on `node:crypto`. Throws a
+ * `WebhookVerificationError` for every 400 row of the contract, in the contract's order.
+ */
+export function verifyDelivery(
+  options: Pick<ResolvedOptions, 'secrets' | 'tolerance' | 'now'>,
+  body: Uint8Array,
+  headers: HeadersInput,
+): VerifiedDelivery {
+  const { t, timestamp, v1 } = checkHeader(options, headers);
+  matchSignature(
+    options.secrets.map((secret) => hmacSha256(secret, t, body)),
+    v1,
+  );
+  return checkBody(body, headers, timestamp);
+}

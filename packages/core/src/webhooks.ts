@@ -1,0 +1,173 @@
+import { toBytes } from './crypto.js';
+import type { WebhookVerificationError } from './errors.js';
+import {
+  type AnyEvent,
+  type DefaultEventDataMap,
+  EVENT_TYPES,
+  type EventDataMap,
+  type EventOf,
+  type EventType,
+} from './events.js';
+import type { HeadersInput } from './headers.js';
+import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './options.js';
+import { type HandleInput, runPipeline, type WebhookResponse } from './pipeline.js';
+import { verifyDelivery } from './verify.js';
+
+/** What a handler receives besides the event. */
+export interface HandlerContext<TRequest = unknown> {
+  /** The X-Service-Delivery header: one id per delivery attempt's delivery. */
+  deliveryId: string;
+  /** The signature's `t`, in Unix seconds. */
+  timestamp: number;
+  /** What the adapter passed: Express `req`, Fastify `request`, Koa `ctx`, the fetch `Request`. */
+  request: TRequest;
+}
+
+/** What an `onError` listener receives besides the error; fields are set when known. */
+export interface ErrorContext<TRequest = unknown> {
+  request: TRequest;
+  deliveryId?: string;
+  timestamp?: number;
+  /** The verified event, for handler and store failures. */
+  event?: AnyEvent;
+}
+
+/** A handler for one or more event types; may be async. Throwing or rejecting answers 500. */
+export type EventHandler<TEvent, TRequest = unknown> = (event: TEvent, context: HandlerContext<TRequest>) => unknown;
+
+/** An `onError` listener. It is called synchronously and must not throw (if it does, it is ignored). */
+export type ErrorHandler<TRequest = unknown> = (
+  error: WebhookVerificationError,
+  context: ErrorContext<TRequest>,
+) => unknown;
+
+type AnyHandler = EventHandler<AnyEvent, unknown>;
+const KNOWN = new Set<string>(EVENT_TYPES);
+
+/**
+ * Receives the image service's webhooks: verifies, de-duplicates and dispatches them.
+ *
+ * @typeParam M - optional map from event type to the shape of its `data.object`
+ * @typeParam TRequest - the request type handlers see as `context.request`
+ * @example
+ * const webhooks = new Webhooks({ secret: process.env.SIGNING_SECRET })
+ * webhooks.on('image.created', async (event, { deliveryId }) => { await index(event.data.object) })
+ * app.post('/webhooks', webhookMiddleware(webhooks))
+ */
+export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = unknown> {
+  /** @internal Validated options. */
+  readonly options: ResolvedOptions;
+  readonly #byType = new Map<string, AnyHandler[]>();
+  readonly #any: AnyHandler[] = [];
+  readonly #errorHandlers: ErrorHandler<TRequest>[] = [];
+
+  constructor(options: WebhooksOptions) {
+    this.options = resolveOptions(options);
+  }
+
+  /** Largest body accepted, in bytes (the `maxBodyBytes` option). */
+  get maxBodyBytes(): number {
+    return this.options.maxBodyBytes;
+  }
+
+  /**
+   * Registers a handler for one event type or a list of them. Handlers of an event run one after
+   * another, in the order they were registered (with `on` or `onAny`); the first that throws stops
+   * the rest and the delivery answers 500, so the service's retry runs them all again.
+   *
+   * @example
+   * webhooks.on('quota.warned', (event) => notify(event.data.object))
+   * webhooks.on(['quota.warned', 'quota.exceeded'], (event) => event.type) // narrowed union
+   */
+  on<K extends EventType>(type: K | readonly K[], handler: EventHandler<EventOf<M, K>, TRequest>): this {
+    const types: readonly string[] = Array.isArray(type) ? type : [type as K];
+    if (typeof handler !== 'function') throw new TypeError('pixhook: on(type, handler) needs a handler function.');
+    if (types.length === 0) throw new TypeError('pixhook: on([], handler) needs at least one event type.');
+    for (const t of types) {
+      if (!KNOWN.has(t)) {
+        throw new TypeError(
+          `pixhook: unknown event type ${JSON.stringify(t)}; known types are ${EVENT_TYPES.join(', ')}. Use onAny() for types pixhook does not know yet.`,
+        );
+      }
+    }
+    for (const t of new Set(types)) this.#handlersFor(t).push(handler as AnyHandler);
+    return this;
+  }
+
+  /**
+   * Registers a handler for every verified event, known types and unknown ones alike.
+   * @example
+   * webhooks.onAny((event, { deliveryId }) => log.info({ type: event.type, deliveryId }))
+   */
+  onAny(handler: EventHandler<AnyEvent<M>, TRequest>): this {
+    if (typeof handler !== 'function') throw new TypeError('pixhook: onAny(handler) needs a handler function.');
+    this.#any.push(handler as AnyHandler);
+    for (const list of this.#byType.values()) list.push(handler as AnyHandler);
+    return this;
+  }
+
+  /**
+   * Registers a listener told of every rejected request and every handler or store failure, with a
+   * `WebhookVerificationError` (its `cause` holds the handler's own error).
+   * @example
+   * webhooks.onError((error, { deliveryId }) => log.warn({ code: error.code, deliveryId }, error.message))
+   */
+  onError(handler: ErrorHandler<TRequest>): this {
+    if (typeof handler !== 'function') throw new TypeError('pixhook: onError(handler) needs a function.');
+    this.#errorHandlers.push(handler);
+    return this;
+  }
+
+  /**
+   * Verifies a delivery and returns its event: signature, timestamp, JSON, envelope and headers.
+   * Synchronous; throws `WebhookVerificationError` with `code` and `status`.
+   *
+   * @param rawBody - the exact bytes received (a string is taken as UTF-8)
+   * @param headers - Node's lower-case header object, or a `Headers`
+   * @example
+   * const event = webhooks.verify(req.rawBody, req.headers)
+   */
+  verify(rawBody: Uint8Array | string, headers: HeadersInput): AnyEvent<M> {
+    return verifyDelivery(this.options, toBytes(rawBody), headers).event as AnyEvent<M>;
+  }
+
+  /**
+   * Runs the whole pipeline for one request — method, size, verification, de-duplication,
+   * handlers — and returns the answer for an adapter to send. Never rejects.
+   *
+   * @example
+   * const { status, headers, body } = await webhooks.handle({ method: 'POST', headers, body: rawBody })
+   */
+  handle(input: HandleInput<TRequest>): Promise<WebhookResponse> {
+    return runPipeline(this as unknown as Webhooks, input as HandleInput);
+  }
+
+  /** @internal The handlers to run for an event of `type`, in registration order. */
+  handlersFor(type: string): readonly AnyHandler[] {
+    return this.#byType.get(type) ?? this.#any;
+  }
+
+  /** @internal Tells every `onError` listener; a listener that throws is ignored. */
+  reportError(error: WebhookVerificationError, context: ErrorContext<TRequest>): void {
+    for (const listener of this.#errorHandlers) {
+      try {
+        const result = listener(error, context);
+        if (result instanceof Promise) result.catch(() => {});
+      } catch {
+        // A broken logger must not turn an answer into a crash.
+      }
+    }
+  }
+
+  #handlersFor(type: string): AnyHandler[] {
+    let list = this.#byType.get(type);
+    if (!list) {
+      // Seeded with the onAny handlers registered so far, so registration order holds.
+      list = [...this.#any];
+      this.#byType.set(type, list);
+    }
+    return list;
+  }
+}
+
+export type { HeadersInput };

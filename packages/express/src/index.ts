@@ -1,0 +1,62 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HandleInput, WebhookResponse } from '@pixhook/core';
+import { nodeBodyReader, pathMatcher } from '@pixhook/core/node';
+
+/** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
+export interface WebhooksLike {
+  handle(input: HandleInput<never>): Promise<WebhookResponse>;
+}
+
+/** Options of the Express middleware. */
+export interface ExpressMiddlewareOptions {
+  /**
+   * Handle only this path (a trailing slash tolerated) and pass other requests to `next()`; for
+   * `app.use(webhookMiddleware(webhooks, { path }))`. With `app.post(path, …)` or
+   * `app.use(path, …)` leave it out.
+   * @default undefined (every request that reaches the middleware)
+   */
+  path?: string;
+}
+
+type ExpressRequest = IncomingMessage & { rawBody?: unknown; body?: unknown; path?: string };
+
+const HINT =
+  'Mount webhookMiddleware before express.json() / bodyParser for the webhook path, use express.raw({ type: () => true }) there, or keep the raw bytes with express.json({ verify: (req, res, buf) => { req.rawBody = buf } }).';
+
+/**
+ * Express 4 and 5 middleware: verifies, de-duplicates and dispatches deliveries, and answers
+ * every request itself (it calls `next()` only for other paths when `path` is set, or with a bug).
+ * Handlers get the Express `req` as `context.request`.
+ *
+ * @example
+ * app.post('/webhooks', webhookMiddleware(webhooks))
+ */
+export function webhookMiddleware(
+  webhooks: WebhooksLike,
+  options: ExpressMiddlewareOptions = {},
+): (req: ExpressRequest, res: ServerResponse, next: (error?: unknown) => void) => void {
+  if (typeof webhooks?.handle !== 'function') {
+    throw new TypeError('@pixhook/express: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.');
+  }
+  const matches = pathMatcher(options.path, '@pixhook/express');
+  return function pixhook(req, res, next) {
+    if (!matches(req.path ?? req.url ?? '/')) {
+      next();
+      return;
+    }
+    // A Buffer in req.body comes from express.raw(); req.rawBody from a verify hook.
+    const copy = req.body instanceof Uint8Array ? req.body : req.rawBody;
+    webhooks
+      .handle({
+        method: req.method,
+        headers: req.headers,
+        body: nodeBodyReader(req, copy, HINT),
+        request: req as never,
+      })
+      .then((result) => {
+        res.statusCode = result.status;
+        for (const name in result.headers) res.setHeader(name, result.headers[name] as string);
+        res.end(result.body);
+      }, next);
+  };
+}

@@ -1,0 +1,65 @@
+import type { IncomingMessage } from 'node:http';
+import type { HandleInput, WebhookResponse } from '@pixhook/core';
+import { nodeBodyReader, pathMatcher } from '@pixhook/core/node';
+
+/** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
+export interface WebhooksLike {
+  handle(input: HandleInput<never>): Promise<WebhookResponse>;
+}
+
+/** Options of the Koa middleware. */
+export interface KoaMiddlewareOptions {
+  /**
+   * Handle only requests whose `ctx.path` equals this (a trailing slash tolerated); others go to
+   * `next()`.
+   * @default undefined (every request that reaches the middleware)
+   */
+  path?: string;
+}
+
+/** The parts of Koa's context the middleware uses (Koa 2 and 3). */
+export interface KoaContextLike {
+  path: string;
+  method: string;
+  req: IncomingMessage;
+  request: { rawBody?: unknown; body?: unknown };
+  status: number;
+  body: unknown;
+  set(field: Record<string, string>): void;
+}
+
+const HINT =
+  'Mount webhookMiddleware before the body parser (koa-bodyparser, @koa/bodyparser, koa-body), or let the parser keep ctx.request.rawBody.';
+
+/**
+ * Koa 2 and 3 middleware: verifies, de-duplicates and dispatches deliveries. Handlers get the Koa
+ * `ctx` as `context.request`.
+ *
+ * @example
+ * app.use(webhookMiddleware(webhooks, { path: '/webhooks' }))
+ */
+export function webhookMiddleware(
+  webhooks: WebhooksLike,
+  options: KoaMiddlewareOptions = {},
+): (ctx: KoaContextLike, next: () => Promise<unknown>) => Promise<void> {
+  if (typeof webhooks?.handle !== 'function') {
+    throw new TypeError('@pixhook/koa: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.');
+  }
+  const matches = pathMatcher(options.path, '@pixhook/koa');
+  return async function pixhook(ctx, next) {
+    if (!matches(ctx.path)) {
+      await next();
+      return;
+    }
+    const { rawBody, body } = ctx.request;
+    const result = await webhooks.handle({
+      method: ctx.method,
+      headers: ctx.req.headers,
+      body: nodeBodyReader(ctx.req, body instanceof Uint8Array ? body : rawBody, HINT),
+      request: ctx as never,
+    });
+    ctx.status = result.status;
+    ctx.set(result.headers);
+    ctx.body = result.body;
+  };
+}

@@ -1,0 +1,52 @@
+import { type EventType, sign, type WebhookEvent } from '@pixhook/core';
+import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import type { TestRequest } from './adapters.js';
+
+export const SECRET = 'whsec_test_9f8e7d6c5b4a';
+export const OLD_SECRET = 'whsec_old_1a2b3c4d';
+
+export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+/** A valid delivery of `event` (default: a fresh image.created), with header overrides. */
+export function delivery(
+  event: WebhookEvent<string, object> = createTestEvent('image.created'),
+  options: { secret?: string; timestamp?: number | string; headers?: Record<string, string | undefined> } = {},
+): TestRequest & { headers: Record<string, string>; body: string } {
+  const signed = createSignedRequest(event, {
+    secret: options.secret ?? SECRET,
+    ...(options.timestamp === undefined ? {} : { timestamp: options.timestamp }),
+  });
+  const headers: Record<string, string> = { ...signed.headers };
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    if (value === undefined) delete headers[name];
+    else headers[name] = value;
+  }
+  return { method: 'POST', headers, body: signed.body };
+}
+
+/** A delivery of an arbitrary body, signed correctly, with the given event header. */
+export function signedBody(
+  body: string | Uint8Array,
+  eventType: string = 'image.created',
+  options: { secret?: string; timestamp?: number | string } = {},
+): TestRequest & { headers: Record<string, string> } {
+  return {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-service-event': eventType,
+      'x-service-delivery': globalThis.crypto.randomUUID(),
+      'x-service-signature': sign(options.secret ?? SECRET, body, options.timestamp ?? nowSeconds()),
+    },
+    body,
+  };
+}
+
+/** The hex HMAC the receiver expects for a request: must never appear in an answer. */
+export function expectedSignature(request: { headers: Record<string, string>; body?: unknown }): string {
+  return request.headers['x-service-signature']?.match(/v1=([0-9a-f]{64})/)?.[1] ?? '';
+}
+
+export function envelope(type: EventType | string, overrides: Record<string, unknown> = {}): string {
+  return JSON.stringify({ ...createTestEvent(type), ...overrides });
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+import { alias } from './vitest.config.js';
+
+/** Load and fault runs: slower, run by `pnpm test:slow` (and by CI) apart from `pnpm test`. */
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    include: ['test/slow/**/*.test.ts'],
+    testTimeout: 300_000,
+    hookTimeout: 60_000,
+    fileParallelism: false,
+  },
+});
