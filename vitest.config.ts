@@ -14,13 +14,13 @@ export const alias = [
 export default defineConfig({
   resolve: { alias },
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
-    exclude: ['**/node_modules/**', 'test/slow/**'],
+    include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', '**/dist/**', 'test/slow/**', 'packages/*/test/slow/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     typecheck: {
       enabled: true,
-      include: ['packages/*/src/**/*.test-d.ts', 'test/**/*.test-d.ts'],
+      include: ['packages/*/src/**/*.test-d.ts', 'packages/*/test/**/*.test-d.ts', 'test/**/*.test-d.ts'],
       tsconfig: './tsconfig.json',
     },
   },
