@@ -57,7 +57,7 @@ export function isWebhookVerificationError(value: unknown): value is WebhookVeri
   if (value instanceof WebhookVerificationError) return true;
   if (typeof value !== 'object' || value === null) return false;
   const { name, code } = value as { name?: unknown; code?: unknown };
-  return name === 'WebhookVerificationError' && typeof code === 'string' && code in ERROR_STATUS;
+  return name === 'WebhookVerificationError' && typeof code === 'string' && Object.hasOwn(ERROR_STATUS, code);
 }
 
 /** The 413 error for a body above `maxBodyBytes`. */
