@@ -1,0 +1,184 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_COMPLETED_TTL_MS, DEFAULT_IN_FLIGHT_TTL_MS, MemoryStore } from './index.js';
+
+/** A clock the test moves by hand. */
+function clock(start = 1_000_000) {
+  let now = start;
+  return {
+    now: () => now,
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
+}
+
+/** Claims and completes `ids` in order. */
+async function completeAll(store: MemoryStore, ids: string[]): Promise<void> {
+  for (const id of ids) {
+    expect(await store.claim(id)).toBe('claimed');
+    await store.complete(id);
+  }
+}
+
+describe('MemoryStore', () => {
+  it('claim → in-flight → completed', async () => {
+    const store = new MemoryStore();
+    expect(await store.claim('evt_1')).toBe('claimed');
+    expect(await store.claim('evt_1')).toBe('in-flight');
+    await store.complete('evt_1');
+    expect(await store.claim('evt_1')).toBe('completed');
+    expect(await store.claim('evt_1')).toBe('completed');
+  });
+
+  it('release lets the next delivery claim again', async () => {
+    const store = new MemoryStore();
+    expect(await store.claim('evt_1')).toBe('claimed');
+    await store.release('evt_1');
+    expect(await store.claim('evt_1')).toBe('claimed');
+  });
+
+  it('keeps events apart', async () => {
+    const store = new MemoryStore();
+    expect(await store.claim('evt_a')).toBe('claimed');
+    expect(await store.claim('evt_b')).toBe('claimed');
+    await store.complete('evt_a');
+    expect(await store.claim('evt_a')).toBe('completed');
+    expect(await store.claim('evt_b')).toBe('in-flight');
+    expect(store.size).toBe(2);
+  });
+
+  it('releasing or completing an unknown id does not throw', async () => {
+    const store = new MemoryStore();
+    await expect(store.release('evt_none')).resolves.toBeUndefined();
+    await expect(store.complete('evt_none')).resolves.toBeUndefined();
+  });
+
+  it('an in-flight claim expires after inFlightTtlMs', async () => {
+    const c = clock();
+    const store = new MemoryStore({ inFlightTtlMs: 1000, now: c.now });
+    expect(await store.claim('evt_1')).toBe('claimed');
+    c.advance(999);
+    expect(await store.claim('evt_1')).toBe('in-flight');
+    c.advance(1);
+    expect(await store.claim('evt_1')).toBe('claimed');
+  });
+
+  it('a completed event is forgotten after completedTtlMs, counted from completion', async () => {
+    const c = clock();
+    const store = new MemoryStore({ completedTtlMs: 5000, inFlightTtlMs: 1000, now: c.now });
+    expect(await store.claim('evt_1')).toBe('claimed');
+    c.advance(900);
+    await store.complete('evt_1');
+    c.advance(4999);
+    expect(await store.claim('evt_1')).toBe('completed');
+    c.advance(1);
+    expect(await store.claim('evt_1')).toBe('claimed');
+  });
+
+  it('defaults cover the retry schedule: 48 h for completed events, 10 min for claims', async () => {
+    expect(DEFAULT_COMPLETED_TTL_MS).toBe(48 * 3600 * 1000);
+    expect(DEFAULT_IN_FLIGHT_TTL_MS).toBe(10 * 60 * 1000);
+    const c = clock();
+    const store = new MemoryStore({ now: c.now });
+    await completeAll(store, ['evt_done']);
+    expect(await store.claim('evt_busy')).toBe('claimed');
+    c.advance(DEFAULT_IN_FLIGHT_TTL_MS - 1);
+    expect(await store.claim('evt_busy')).toBe('in-flight');
+    c.advance(1);
+    expect(await store.claim('evt_busy')).toBe('claimed');
+    c.advance(DEFAULT_COMPLETED_TTL_MS - DEFAULT_IN_FLIGHT_TTL_MS - 1);
+    expect(await store.claim('evt_done')).toBe('completed');
+    c.advance(1);
+    expect(await store.claim('evt_done')).toBe('claimed');
+  });
+
+  it('when full, forgets the oldest completed events first', async () => {
+    const store = new MemoryStore({ maxEntries: 10 });
+    const ids = Array.from({ length: 10 }, (_, i) => `evt_${i}`);
+    await completeAll(store, ids);
+    expect(store.size).toBe(10);
+    expect(await store.claim('evt_new')).toBe('claimed');
+    expect(store.size).toBeLessThanOrEqual(10);
+    // The newest completed events are still known…
+    expect(await store.claim('evt_9')).toBe('completed');
+    expect(await store.claim('evt_new')).toBe('in-flight');
+    // …the oldest is not.
+    expect(await store.claim('evt_0')).toBe('claimed');
+  });
+
+  it('"oldest" means completed longest ago, not claimed first', async () => {
+    const store = new MemoryStore({ maxEntries: 2 });
+    expect(await store.claim('evt_a')).toBe('claimed');
+    expect(await store.claim('evt_b')).toBe('claimed');
+    await store.complete('evt_b');
+    await store.complete('evt_a');
+    expect(await store.claim('evt_c')).toBe('claimed');
+    expect(await store.claim('evt_a')).toBe('completed');
+    expect(await store.claim('evt_b')).toBe('claimed');
+  });
+
+  it('when full, drops expired entries before completed ones', async () => {
+    const c = clock();
+    const store = new MemoryStore({ maxEntries: 3, inFlightTtlMs: 1000, now: c.now });
+    await completeAll(store, ['evt_done']);
+    expect(await store.claim('evt_stale1')).toBe('claimed');
+    expect(await store.claim('evt_stale2')).toBe('claimed');
+    c.advance(1000);
+    expect(await store.claim('evt_new')).toBe('claimed');
+    expect(await store.claim('evt_done')).toBe('completed');
+  });
+
+  it('a store full of in-flight claims refuses a new claim with an error and drops none', async () => {
+    const store = new MemoryStore({ maxEntries: 3 });
+    for (const id of ['evt_1', 'evt_2', 'evt_3']) expect(await store.claim(id)).toBe('claimed');
+    await expect(store.claim('evt_4')).rejects.toThrow(/full.*maxEntries/);
+    for (const id of ['evt_1', 'evt_2', 'evt_3']) expect(await store.claim(id)).toBe('in-flight');
+    // Once one finishes there is room again.
+    await store.release('evt_2');
+    expect(await store.claim('evt_4')).toBe('claimed');
+  });
+
+  it('when full of mixed entries, evicts only completed ones and keeps every claim', async () => {
+    const store = new MemoryStore({ maxEntries: 4 });
+    await completeAll(store, ['evt_done1', 'evt_done2']);
+    expect(await store.claim('evt_busy1')).toBe('claimed');
+    expect(await store.claim('evt_busy2')).toBe('claimed');
+    expect(await store.claim('evt_busy3')).toBe('claimed');
+    expect(await store.claim('evt_busy1')).toBe('in-flight');
+    expect(await store.claim('evt_busy2')).toBe('in-flight');
+    expect(await store.claim('evt_busy3')).toBe('in-flight');
+    expect(store.size).toBeLessThanOrEqual(4);
+  });
+
+  it('stays within maxEntries under a long stream of events', async () => {
+    const store = new MemoryStore({ maxEntries: 50 });
+    for (let i = 0; i < 1000; i++) {
+      expect(await store.claim(`evt_${i}`)).toBe('claimed');
+      await store.complete(`evt_${i}`);
+      expect(store.size).toBeLessThanOrEqual(50);
+    }
+    expect(await store.claim('evt_999')).toBe('completed');
+  });
+
+  it.each([
+    ['completedTtlMs', 0],
+    ['completedTtlMs', -1],
+    ['completedTtlMs', 1.5],
+    ['completedTtlMs', Number.NaN],
+    ['completedTtlMs', Number.POSITIVE_INFINITY],
+    ['completedTtlMs', '1000'],
+    ['inFlightTtlMs', 0],
+    ['inFlightTtlMs', -5],
+    ['inFlightTtlMs', null],
+    ['maxEntries', 0],
+    ['maxEntries', 2.5],
+    ['maxEntries', '10'],
+  ])('rejects %s = %j when built', (name, value) => {
+    expect(() => new MemoryStore({ [name]: value } as never)).toThrow(new RegExp(`${name}.*positive whole number`));
+  });
+
+  it('accepts explicit undefined options as defaults', async () => {
+    const store = new MemoryStore({ completedTtlMs: undefined, inFlightTtlMs: undefined, maxEntries: undefined });
+    expect(await store.claim('evt_1')).toBe('claimed');
+  });
+});
