@@ -4,12 +4,14 @@ import { Readable } from 'node:stream';
 import type { Webhooks } from '@pixhook/core';
 import { webhookMiddleware as expressMiddleware } from '@pixhook/express';
 import pixhookFastify from '@pixhook/fastify';
+import { createFetchHandler } from '@pixhook/fetch';
 import { webhookMiddleware as koaMiddleware } from '@pixhook/koa';
 import express4 from 'express4';
 import express5 from 'express5';
 import Fastify from 'fastify';
 import Koa2 from 'koa2';
 import Koa3 from 'koa3';
+import { fetchClient } from '../../packages/fetch/test/helpers/fetch-client.js';
 
 /** A request as the tests describe it. `body` may be a stream, sent chunked without a length. */
 export interface TestRequest {
@@ -159,6 +161,7 @@ export const ADAPTERS: AdapterUnderTest[] = [
   fastifyAdapter,
   koaAdapter('koa@2', Koa2),
   koaAdapter('koa@3', Koa3),
+  { name: 'fetch', create: async (webhooks) => fetchClient(createFetchHandler(webhooks)) },
 ];
 
 /** A body stream of `size` bytes in 64 KiB chunks, without a Content-Length. */

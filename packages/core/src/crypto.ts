@@ -3,11 +3,33 @@ import type * as NodeCrypto from 'node:crypto';
 /**
  * `node:crypto` when the runtime has it. Looked up through `process.getBuiltinModule` rather than a
  * static import, so that bundling `@pixhook/core` for a runtime without Node built-ins (Workers,
- * browsers) does not fail; those runtimes verify with Web Crypto instead.
+ * browsers) does not fail; those runtimes verify with Web Crypto instead (web-crypto.ts).
  */
 export const nodeCrypto: typeof NodeCrypto | undefined = (
   globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
 ).process?.getBuiltinModule?.('node:crypto') as typeof NodeCrypto | undefined;
+
+let webCryptoOnly = false;
+
+/**
+ * @internal Test seam: `true` makes core behave as on a runtime without `node:crypto` (Workers,
+ * browsers), so Node tests can run the Web Crypto path. Not part of the public API.
+ */
+export function setWebCryptoOnly(on: boolean): void {
+  webCryptoOnly = on;
+}
+
+/** `node:crypto`, or undefined where the runtime lacks it (or the test seam hides it). */
+export function getNodeCrypto(): typeof NodeCrypto | undefined {
+  return webCryptoOnly ? undefined : nodeCrypto;
+}
+
+/** The error of a synchronous call that needs `node:crypto` where there is none. */
+export function nodeCryptoUnavailable(): Error {
+  return new Error(
+    'pixhook: node:crypto is not available in this runtime, so the synchronous verify() and sign() cannot run here; verify with `await webhooks.verifyAsync(rawBody, headers)` or `await webhooks.handle(…)` (as @pixhook/fetch does), which use Web Crypto.',
+  );
+}
 
 const encoder = new TextEncoder();
 
@@ -18,18 +40,17 @@ export function toBytes(data: Uint8Array | string): Uint8Array {
 
 /** HMAC-SHA256 of `t.` followed by the body's bytes, on Node's synchronous crypto. */
 export function hmacSha256(secret: string, t: string, body: Uint8Array): Uint8Array {
-  if (!nodeCrypto) {
-    throw new Error(
-      'node:crypto is not available in this runtime: use `await webhooks.handle(…)` or `verifyAsync`, which use Web Crypto.',
-    );
-  }
-  return nodeCrypto.createHmac('sha256', secret).update(`${t}.`).update(body).digest();
+  const crypto = getNodeCrypto();
+  if (!crypto) throw nodeCryptoUnavailable();
+  return crypto.createHmac('sha256', secret).update(`${t}.`).update(body).digest();
 }
 
 /** Constant-time equality of two byte arrays of the same length (false when lengths differ). */
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.byteLength !== b.byteLength) return false;
-  if (nodeCrypto) return nodeCrypto.timingSafeEqual(a, b);
+  const crypto = getNodeCrypto();
+  if (crypto) return crypto.timingSafeEqual(a, b);
+  // No early exit: the time taken must not depend on where the first difference is.
   let diff = 0;
   for (let i = 0; i < a.byteLength; i++) diff |= (a[i] as number) ^ (b[i] as number);
   return diff === 0;

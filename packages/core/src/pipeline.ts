@@ -2,13 +2,14 @@ import { toBytes } from './crypto.js';
 import { isWebhookVerificationError, payloadTooLarge, WebhookVerificationError } from './errors.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { ClaimResult } from './store.js';
-import { type VerifiedDelivery, verifyDelivery } from './verify.js';
+import { type VerifiedDelivery, verifyDeliveryAnywhere } from './verify.js';
 import type { ErrorContext, HandlerContext, Webhooks } from './webhooks.js';
 
 /**
  * Reads a request body with a byte limit, for adapters. Throw a `WebhookVerificationError`
  * (`PAYLOAD_TOO_LARGE`, `RAW_BODY_UNAVAILABLE`) to answer with it; any other error answers
- * 400 `BODY_UNREADABLE`.
+ * 400 `BODY_UNREADABLE`. A reader may also stop as soon as it has more than `limit` bytes and
+ * return those: the pipeline answers 413 for any body longer than the limit.
  */
 export type BodyReader = (limit: number) => Promise<Uint8Array | string>;
 
@@ -77,7 +78,7 @@ async function admit(webhooks: Webhooks, input: HandleInput): Promise<VerifiedDe
   const raw = typeof input.body === 'function' ? await readBody(input.body, limit) : input.body;
   const body = raw === undefined ? EMPTY : toBytes(raw);
   if (body.byteLength > limit) throw payloadTooLarge(limit);
-  return verifyDelivery(webhooks.options, body, input.headers);
+  return verifyDeliveryAnywhere(webhooks.options, body, input.headers);
 }
 
 function reject(webhooks: Webhooks, error: WebhookVerificationError, context: ErrorContext): WebhookResponse {

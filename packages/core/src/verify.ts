@@ -1,10 +1,11 @@
-import { bytesEqual, hexToBytes32, hmacSha256 } from './crypto.js';
+import { bytesEqual, getNodeCrypto, hexToBytes32, hmacSha256, nodeCryptoUnavailable } from './crypto.js';
 import { WebhookVerificationError } from './errors.js';
 import type { AnyEvent } from './events.js';
 import { getHeader, HEADER, type HeadersInput } from './headers.js';
 import type { ResolvedOptions } from './options.js';
 import { parseEvent } from './parse-event.js';
 import { type ParsedSignatureHeader, parseSignatureHeader } from './signature-header.js';
+import { hmacSha256Web } from './web-crypto.js';
 
 /** A delivery that passed every check. */
 export interface VerifiedDelivery {
@@ -76,17 +77,46 @@ export function checkBody(body: Uint8Array, headers: HeadersInput, timestamp: nu
 
 /**
  * The whole authenticity-and-shape decision, synchronously, on `node:crypto`. Throws a
- * `WebhookVerificationError` for every 400 row of the contract, in the contract's order.
+ * `WebhookVerificationError` for every 400 row of the contract, in the contract's order; throws a
+ * plain `Error` at once where the runtime has no `node:crypto`.
  */
 export function verifyDelivery(
   options: Pick<ResolvedOptions, 'secrets' | 'tolerance' | 'now'>,
   body: Uint8Array,
   headers: HeadersInput,
 ): VerifiedDelivery {
+  // Up front, so a runtime without node:crypto fails the same way for every request, not only valid ones.
+  if (!getNodeCrypto()) throw nodeCryptoUnavailable();
   const { t, timestamp, v1 } = checkHeader(options, headers);
   matchSignature(
     options.secrets.map((secret) => hmacSha256(secret, t, body)),
     v1,
   );
   return checkBody(body, headers, timestamp);
+}
+
+/**
+ * The same decision as `verifyDelivery`, step for step, with the HMAC on Web Crypto: for runtimes
+ * without `node:crypto`. Rejects with the same errors on the same inputs.
+ */
+export async function verifyDeliveryWeb(
+  options: Pick<ResolvedOptions, 'secrets' | 'tolerance' | 'now'>,
+  body: Uint8Array,
+  headers: HeadersInput,
+): Promise<VerifiedDelivery> {
+  const { t, timestamp, v1 } = checkHeader(options, headers);
+  matchSignature(await Promise.all(options.secrets.map((secret) => hmacSha256Web(secret, t, body))), v1);
+  return checkBody(body, headers, timestamp);
+}
+
+/**
+ * `verifyDelivery` where `node:crypto` exists (synchronous, the faster path), else
+ * `verifyDeliveryWeb`. Used by `handle()` and `verifyAsync()`.
+ */
+export function verifyDeliveryAnywhere(
+  options: Pick<ResolvedOptions, 'secrets' | 'tolerance' | 'now'>,
+  body: Uint8Array,
+  headers: HeadersInput,
+): VerifiedDelivery | Promise<VerifiedDelivery> {
+  return getNodeCrypto() ? verifyDelivery(options, body, headers) : verifyDeliveryWeb(options, body, headers);
 }

@@ -11,7 +11,7 @@ import {
 import type { HeadersInput } from './headers.js';
 import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './options.js';
 import { type HandleInput, runPipeline, type WebhookResponse } from './pipeline.js';
-import { verifyDelivery } from './verify.js';
+import { verifyDelivery, verifyDeliveryAnywhere } from './verify.js';
 
 /** What a handler receives besides the event. */
 export interface HandlerContext<TRequest = unknown> {
@@ -120,7 +120,9 @@ export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = u
 
   /**
    * Verifies a delivery and returns its event: signature, timestamp, JSON, envelope and headers.
-   * Synchronous; throws `WebhookVerificationError` with `code` and `status`.
+   * Synchronous; throws `WebhookVerificationError` with `code` and `status`. It needs `node:crypto`
+   * (Node, Bun, Deno, Workers with `nodejs_compat`); elsewhere it throws a plain `Error` saying
+   * so: use `verifyAsync()` there.
    *
    * @param rawBody - the exact bytes received (a string is taken as UTF-8)
    * @param headers - Node's lower-case header object, or a `Headers`
@@ -129,6 +131,20 @@ export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = u
    */
   verify(rawBody: Uint8Array | string, headers: HeadersInput): AnyEvent<M> {
     return verifyDelivery(this.options, toBytes(rawBody), headers).event as AnyEvent<M>;
+  }
+
+  /**
+   * `verify()` for every runtime: the same checks and errors (it rejects with the
+   * `WebhookVerificationError`), on `node:crypto` where the runtime has it and on Web Crypto
+   * (`crypto.subtle`) elsewhere, such as Cloudflare Workers without Node compatibility.
+   *
+   * @param rawBody - the exact bytes received (a string is taken as UTF-8)
+   * @param headers - Node's lower-case header object, or a `Headers`
+   * @example
+   * const event = await webhooks.verifyAsync(new Uint8Array(await request.arrayBuffer()), request.headers)
+   */
+  async verifyAsync(rawBody: Uint8Array | string, headers: HeadersInput): Promise<AnyEvent<M>> {
+    return (await verifyDeliveryAnywhere(this.options, toBytes(rawBody), headers)).event as AnyEvent<M>;
   }
 
   /**

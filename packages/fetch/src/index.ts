@@ -1,0 +1,6 @@
+export {
+  createFetchHandler,
+  type FetchHandler,
+  type FetchHandlerOptions,
+  type WebhooksLike,
+} from './create-fetch-handler.js';
