@@ -1,0 +1,45 @@
+/** The part of an `ioredis` client (`Redis`, or `Cluster`) that `RedisStore` uses. */
+export interface IoRedisClientLike {
+  readonly status: string;
+  call(command: string, ...args: string[]): Promise<unknown>;
+}
+
+/** The part of a node-redis (`redis` v4, v5, v6) client from `createClient()` that `RedisStore` uses. */
+export interface NodeRedisClientLike {
+  readonly isOpen: boolean;
+  sendCommand(args: string[]): Promise<unknown>;
+}
+
+/** A client from either library, created, connected and owned by the app. */
+export type RedisClientLike = IoRedisClientLike | NodeRedisClientLike;
+
+/** Which library a client comes from. */
+export type ClientKind = 'ioredis' | 'node-redis';
+
+/** Sends one command (name first) and resolves with the raw reply. */
+export type SendCommand = (args: string[]) => Promise<unknown>;
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value;
+  return value.constructor?.name ? `a ${value.constructor.name}` : 'an object';
+}
+
+/**
+ * Tells an ioredis client from a node-redis one and returns a uniform command sender.
+ * ioredis also has a `sendCommand`, but one that takes its own `Command` objects, so `call` decides.
+ */
+export function commandSender(client: unknown): { kind: ClientKind; send: SendCommand } {
+  const candidate = client as Partial<IoRedisClientLike & NodeRedisClientLike> | null;
+  if (candidate && typeof candidate.call === 'function' && typeof candidate.status === 'string') {
+    const io = candidate as IoRedisClientLike;
+    return { kind: 'ioredis', send: ([command, ...args]) => io.call(command as string, ...args) };
+  }
+  if (candidate && typeof candidate.sendCommand === 'function' && typeof candidate.isOpen === 'boolean') {
+    const node = candidate as NodeRedisClientLike;
+    return { kind: 'node-redis', send: (args) => node.sendCommand(args) };
+  }
+  throw new TypeError(
+    `RedisStore: the first argument must be an ioredis client (new Redis()) or a node-redis client (createClient() from 'redis'); got ${describe(client)}.`,
+  );
+}

@@ -1,0 +1,30 @@
+/** The shared store behaviour table, run by RedisStore with every supported client library. */
+import { afterAll, beforeAll } from 'vitest';
+import { describeStoreSuite } from '../../../test/helpers/store-suite.js';
+import { RedisStore } from '../src/index.js';
+import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
+import { describeWithRedis, type RedisServer, startRedisServer } from './helpers/redis-server.js';
+
+describeWithRedis('RedisStore against a real redis-server', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  for (const { name, connect } of CLIENTS) {
+    let connection: TestClient;
+    beforeAll(async () => {
+      connection = await connect(server.port);
+    });
+    afterAll(async () => {
+      await connection?.close();
+    });
+    describeStoreSuite(
+      `RedisStore with ${name}`,
+      (options) => new RedisStore(connection.client, { ...options, prefix: uniquePrefix(name) }),
+    );
+  }
+});
