@@ -1,0 +1,184 @@
+/**
+ * What only the fetch handler does: reading `request.body` within the limit, the `Request` as
+ * `context.request`, a body read before pixhook, and the Web Crypto path behind it. The shared
+ * contract table (test/contract.test.ts) runs every other row against it.
+ */
+import { type HandlerContext, Webhooks, type WebhooksOptions } from '@pixhook/core';
+import { createTestEvent } from '@pixhook/core/testing';
+import { createFetchHandler } from '@pixhook/fetch';
+import { afterEach, describe, expect, it } from 'vitest';
+import { delivery, nowSeconds, SECRET } from '../../../test/helpers/deliveries.js';
+import { setWebCryptoOnly } from '../../core/src/crypto.js';
+import { fromResponse } from './helpers/fetch-client.js';
+
+afterEach(() => setWebCryptoOnly(false));
+
+function post(body: BodyInit | null, headers: Record<string, string>, init: RequestInit = {}): Request {
+  return new Request('http://127.0.0.1/webhooks', {
+    method: 'POST',
+    headers,
+    body,
+    duplex: 'half',
+    ...init,
+  } as RequestInit);
+}
+
+/** A body stream of `total` bytes in 64 KiB chunks that counts what the handler pulled. */
+function countingStream(total: number) {
+  const state = { pulled: 0, cancelled: false };
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        if (state.pulled >= total) {
+          controller.close();
+          return;
+        }
+        const chunk = new Uint8Array(Math.min(65_536, total - state.pulled)).fill(0x61);
+        state.pulled += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+      cancel() {
+        state.cancelled = true;
+      },
+      // Pull only when the reader asks, so `pulled` counts what the handler read.
+    },
+    { highWaterMark: 0 },
+  );
+  return { stream, state };
+}
+
+function setup(options: Partial<WebhooksOptions> = {}) {
+  const webhooks = new Webhooks<Record<string, object>, Request>({ secret: SECRET, ...options });
+  const contexts: HandlerContext<Request>[] = [];
+  webhooks.onAny((_event, context) => void contexts.push(context));
+  return { webhooks, contexts, handler: createFetchHandler(webhooks) };
+}
+
+describe('createFetchHandler', () => {
+  it('passes the very Request to handlers as context.request, and reads headers in any case', async () => {
+    const { handler, contexts } = setup();
+    const { body, headers } = delivery();
+    const upper = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toUpperCase(), value]));
+    const request = post(body, upper);
+    const response = await handler(request);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ received: true });
+    expect(contexts).toHaveLength(1);
+    expect(contexts[0]?.request).toBe(request);
+    expect(contexts[0]?.deliveryId).toBe(headers['x-service-delivery']);
+  });
+
+  it('413 on a streamed body past maxBodyBytes: stops reading and cancels the stream', async () => {
+    const { handler, contexts } = setup({ maxBodyBytes: 100_000 });
+    const { stream, state } = countingStream(20 * 1024 * 1024);
+    const response = await fromResponse(await handler(post(stream, delivery().headers)));
+    expect(response.status).toBe(413);
+    expect(response.json).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE' } });
+    // The limit plus at most the chunk that crossed it.
+    expect(state.pulled).toBeLessThanOrEqual(100_000 + 65_536);
+    expect(state.cancelled).toBe(true);
+    expect(contexts).toHaveLength(0);
+  });
+
+  it('413 on a declared Content-Length past maxBodyBytes without reading a byte', async () => {
+    const { handler } = setup({ maxBodyBytes: 1024 });
+    const { stream, state } = countingStream(4096);
+    const response = await handler(post(stream, { ...delivery().headers, 'content-length': '4096' }));
+    expect(response.status).toBe(413);
+    expect(state.pulled).toBe(0);
+  });
+
+  it('a body of exactly maxBodyBytes, in many small chunks, is read whole and verified', async () => {
+    const d = delivery();
+    const bytes = new TextEncoder().encode(d.body);
+    const { handler, contexts } = setup({ maxBodyBytes: bytes.byteLength });
+    let offset = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (offset >= bytes.byteLength) return controller.close();
+        controller.enqueue(bytes.slice(offset, offset + 7));
+        offset += 7;
+      },
+    });
+    expect((await handler(post(stream, d.headers))).status).toBe(200);
+    expect(contexts).toHaveLength(1);
+  });
+
+  it('a body read before pixhook → 500 RAW_BODY_UNAVAILABLE that says how to fix it', async () => {
+    const { handler, contexts } = setup();
+    const { body, headers } = delivery();
+    const request = post(body, headers);
+    await request.json();
+    const response = await fromResponse(await handler(request));
+    expect(response.status).toBe(500);
+    expect(response.json).toMatchObject({ error: { code: 'RAW_BODY_UNAVAILABLE' } });
+    expect(response.text).toContain('request.clone()');
+    expect(contexts).toHaveLength(0);
+  });
+
+  it('a clone taken before reading the original verifies', async () => {
+    const { handler } = setup();
+    const { body, headers } = delivery();
+    const request = post(body, headers);
+    const clone = request.clone();
+    await request.text();
+    expect((await handler(clone)).status).toBe(200);
+  });
+
+  it('a body stream that fails midway → 400 BODY_UNREADABLE', async () => {
+    const { handler } = setup();
+    let sent = false;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent) return controller.error(new Error('client aborted'));
+        sent = true;
+        controller.enqueue(new Uint8Array([0x7b]));
+      },
+    });
+    const response = await fromResponse(await handler(post(stream, delivery().headers)));
+    expect([response.status, (response.json as { error: { code: string } }).error.code]).toEqual([
+      400,
+      'BODY_UNREADABLE',
+    ]);
+  });
+
+  it('checks its arguments when called, not per request', () => {
+    expect(() => createFetchHandler({} as never)).toThrow(/needs a Webhooks instance/);
+    expect(() => createFetchHandler(undefined as never)).toThrow(TypeError);
+    expect(() => createFetchHandler(setup().webhooks, null as never)).toThrow(/options object/);
+  });
+});
+
+describe('createFetchHandler on Web Crypto (node:crypto hidden, as on Workers)', () => {
+  it('answers the representative rows as on Node', async () => {
+    const event = createTestEvent('image.created');
+    const requests = {
+      valid: delivery(event),
+      badSignature: delivery(undefined, { secret: 'whsec_someone_else' }),
+      stale: delivery(undefined, { timestamp: nowSeconds() - 301 }),
+      duplicate: delivery(event),
+      tooLarge: delivery(createTestEvent('image.created', { blob: 'x'.repeat(2048) })),
+    };
+    const run = async () => {
+      const { handler, contexts } = setup({ maxBodyBytes: 1024 });
+      const answers: Record<string, unknown> = {};
+      for (const [name, { body, headers }] of Object.entries(requests)) {
+        const { status, json } = await fromResponse(await handler(post(body, headers)));
+        answers[name] = [status, json];
+      }
+      return { answers, runs: contexts.length };
+    };
+    const node = await run();
+    setWebCryptoOnly(true);
+    const web = await run();
+    expect(web).toEqual(node);
+    expect(web.answers).toMatchObject({
+      valid: [200, { received: true }],
+      badSignature: [400, { error: { code: 'SIGNATURE_MISMATCH' } }],
+      stale: [400, { error: { code: 'TIMESTAMP_OUT_OF_TOLERANCE' } }],
+      duplicate: [200, { received: true, duplicate: true }],
+      tooLarge: [413, { error: { code: 'PAYLOAD_TOO_LARGE' } }],
+    });
+    expect(web.runs).toBe(1);
+  });
+});
