@@ -1,0 +1,50 @@
+import { createRequire } from 'node:module';
+import { Command, CommanderError } from 'commander';
+import { registerListen } from './commands/listen.js';
+import { registerSend } from './commands/send.js';
+import { registerSign } from './commands/sign.js';
+import { registerSimulate } from './commands/simulate.js';
+import { registerVerify } from './commands/verify.js';
+import { EXIT } from './io/errors.js';
+import { pc } from './io/output.js';
+
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
+const program = new Command('pixhook')
+  .description("Test a receiver of the image service's webhooks before the service ever calls it.")
+  .version(version)
+  // Settings before the commands: subcommands copy them when they are created.
+  .exitOverride()
+  .showHelpAfterError('(add --help for usage and examples)')
+  .addHelpText(
+    'after',
+    `
+The signing secret comes from --secret or the PIXHOOK_SECRET environment variable, and is never printed.
+
+Examples:
+  $ export PIXHOOK_SECRET=whsec_from_the_dashboard
+  $ pixhook send http://localhost:3000/webhooks --type image.created
+  $ pixhook simulate http://localhost:3000/webhooks --time-scale 3600
+  $ pixhook verify --header "t=1700000000,v1=5257a8…" --body captured.json
+  $ pixhook sign --body event.json
+  $ pixhook listen --port 4242`,
+  );
+
+registerSend(program);
+registerSimulate(program);
+registerVerify(program);
+registerSign(program);
+registerListen(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    // Commander has printed the message (or the help) already.
+    process.exitCode = error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  } else {
+    // Messages from pixhook and core never carry the secret.
+    process.stderr.write(`${pc.red('pixhook:')} ${(error as Error)?.message ?? String(error)}\n`);
+    process.exitCode = EXIT.usage;
+  }
+}

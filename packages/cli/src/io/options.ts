@@ -1,0 +1,64 @@
+import { EVENT_TYPES } from '@pixhook/core';
+import { InvalidArgumentError, Option } from 'commander';
+import { UsageError } from './errors.js';
+
+/** `--secret`, also read from PIXHOOK_SECRET; its value is never printed, not even in help. */
+export function secretOption(): Option {
+  return new Option(
+    '-s, --secret <secret>',
+    "the endpoint's signing secret (prefer PIXHOOK_SECRET: a command line is visible to other users)",
+  ).env('PIXHOOK_SECRET');
+}
+
+/** The secret from `--secret` or PIXHOOK_SECRET, or a usage error saying how to give one. */
+export function requireSecret(secret: string | undefined): string {
+  if (secret === undefined) {
+    throw new UsageError('A signing secret is needed: set PIXHOOK_SECRET, or pass --secret.');
+  }
+  return secret;
+}
+
+/** Parses a positive number of seconds (fractions allowed). */
+export function positiveNumber(value: string): number {
+  const number = Number(value);
+  if (value.trim() === '' || !Number.isFinite(number) || number <= 0) {
+    throw new InvalidArgumentError('expected a positive number.');
+  }
+  return number;
+}
+
+/** Parses a whole number of at least 1. */
+export function positiveInteger(value: string): number {
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || number < 1) throw new InvalidArgumentError('expected a whole number of at least 1.');
+  return number;
+}
+
+/** Parses a whole number of at least 0. */
+export function nonNegativeInteger(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a whole number of at least 0.');
+  return Number(value);
+}
+
+/** Parses Unix seconds, kept as text so leading zeros stay (they are signed). */
+export function unixSeconds(value: string): string {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected Unix seconds, digits only.');
+  return value;
+}
+
+/** Checks a receiver URL. */
+export function httpUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('expected a URL such as http://localhost:3000/webhooks.');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new InvalidArgumentError('expected an http:// or https:// URL.');
+  }
+  return url.href;
+}
+
+/** Help text for `--type`. */
+export const TYPE_HELP = `the event type: ${EVENT_TYPES.join(', ')} (another type is sent with data.object {} unless --data)`;
