@@ -8,6 +8,11 @@ import { withTimeout } from './timeout.js';
 /** Stands for "no claim of ours" in the scripts: real tokens are UUIDs, never this. */
 const NO_TOKEN = '-';
 
+/** How often completions that failed are tried again while Redis is away. */
+const RETRY_INTERVAL_MS = 500;
+/** Most completions kept for retrying: beyond it, the oldest failures are all that is retried. */
+const MAX_UNWRITTEN = 10_000;
+
 const CLAIM_RESULTS: ReadonlySet<string> = new Set<ClaimResult>(['claimed', 'in-flight', 'completed']);
 
 /**
@@ -35,6 +40,9 @@ export class RedisStore implements IdempotencyStore {
   readonly #options: ResolvedRedisStoreOptions;
   /** The token of each claim this instance holds; the core interface carries ids only. */
   readonly #tokens = new Map<string, string>();
+  /** Completions Redis did not take: retried until they land or the claim would have expired. */
+  readonly #unwritten = new Map<string, { key: string; token: string; until: number }>();
+  #retryTimer: NodeJS.Timeout | undefined;
 
   constructor(client: RedisClientLike, options: RedisStoreOptions = {}) {
     const { kind, send } = commandSender(client);
@@ -64,17 +72,19 @@ export class RedisStore implements IdempotencyStore {
   }
 
   async complete(eventId: string): Promise<void> {
+    const key = this.#key(eventId);
     const token = this.#tokens.get(eventId) ?? NO_TOKEN;
     this.#tokens.delete(eventId);
-    const key = this.#key(eventId);
-    const reply = await this.#run('complete', eventId, [
-      'EVAL',
-      COMPLETE,
-      '1',
-      key,
-      token,
-      `${this.#options.completedTtlMs}`,
-    ]);
+    let reply: unknown;
+    try {
+      reply = await this.#writeCompletion(eventId, key, token);
+    } catch (error) {
+      // The handlers succeeded, so the answer is 200 and the service will not retry; but a duplicate
+      // delivery may still come. Our claim keeps other instances out for inFlightTtlMs: keep trying
+      // to record the completion until then, so the event does not run twice once Redis is back.
+      this.#retryLater(eventId, key, token);
+      throw error;
+    }
     if (Number(reply) !== 1) {
       throw new Error(
         `RedisStore: event ${eventId} was not marked completed: its claim expired while the handlers ran (inFlightTtlMs is ${this.#options.inFlightTtlMs} ms) and another delivery claimed it since. Raise inFlightTtlMs above your slowest handler.`,
@@ -88,6 +98,43 @@ export class RedisStore implements IdempotencyStore {
     // Not our claim (or already settled): another instance's claim must stay.
     if (token === undefined) return;
     await this.#run('release', eventId, ['EVAL', RELEASE, '1', this.#key(eventId), token]);
+  }
+
+  /** Completions waiting to be written to Redis after a failure, for monitoring. */
+  get pendingCompletions(): number {
+    return this.#unwritten.size;
+  }
+
+  #writeCompletion(eventId: string, key: string, token: string): Promise<unknown> {
+    const ttl = `${this.#options.completedTtlMs}`;
+    return this.#run('complete', eventId, ['EVAL', COMPLETE, '1', key, token, ttl]);
+  }
+
+  #retryLater(eventId: string, key: string, token: string): void {
+    if (this.#unwritten.size >= MAX_UNWRITTEN) return;
+    this.#unwritten.set(eventId, { key, token, until: Date.now() + this.#options.inFlightTtlMs });
+    if (this.#retryTimer) return;
+    // unref: pending retries must not keep a process alive that is otherwise done.
+    this.#retryTimer = setTimeout(() => void this.#retryCompletions(), RETRY_INTERVAL_MS).unref();
+  }
+
+  async #retryCompletions(): Promise<void> {
+    for (const [eventId, { key, token, until }] of this.#unwritten) {
+      if (Date.now() > until) {
+        this.#unwritten.delete(eventId);
+        continue;
+      }
+      try {
+        await this.#writeCompletion(eventId, key, token);
+        this.#unwritten.delete(eventId);
+      } catch {
+        break; // Redis is still away: try again later, oldest first.
+      }
+    }
+    this.#retryTimer = undefined;
+    if (this.#unwritten.size > 0) {
+      this.#retryTimer = setTimeout(() => void this.#retryCompletions(), RETRY_INTERVAL_MS).unref();
+    }
   }
 
   #key(eventId: string): string {

@@ -177,6 +177,23 @@ describeWithRedis('RedisStore on a real redis-server', () => {
     }
   });
 
+  it('keeps trying to record a completion that Redis refused, until Redis takes it', async () => {
+    const prefix = uniquePrefix('unwritten');
+    const store = new RedisStore(await connect(3), { prefix });
+    const id = newId();
+    expect(await store.claim(id)).toBe('claimed');
+    // Replace the claim by a value the completion script cannot read: Redis answers an error.
+    await admin.del(prefix + id);
+    await admin.hset(prefix + id, 'field', 'value');
+    await expect(store.complete(id)).rejects.toThrow(/RedisStore: complete\(evt_redis_\w+\) failed: WRONGTYPE/);
+    expect(store.pendingCompletions).toBe(1);
+    await admin.del(prefix + id);
+    await sleep(1_000);
+    expect(store.pendingCompletions).toBe(0);
+    expect(await admin.get(prefix + id)).toBe('completed');
+    expect(await store.claim(id)).toBe('completed');
+  });
+
   for (const index of [0, 3]) {
     const name = CLIENTS[index]!.name;
     it(`gives up on a Redis that does not answer (${name}): 503 after timeoutMs, no handler, no claim left behind`, async () => {
