@@ -1,0 +1,223 @@
+// What a user gets from npm: every public package is packed as for publishing, unpacked into a
+// scratch project outside the workspace, and loaded there by plain `node` — import() from ESM and
+// require() from CommonJS — then checked with publint and @arethetypeswrong/cli. Runs on the built
+// dist: `pnpm test` builds first.
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { publint } from 'publint';
+import { formatMessage } from 'publint/utils';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  attwCommand,
+  discoverPackages,
+  exportedSubpaths,
+  type InstalledPackage,
+  installPacked,
+  type RunResult,
+  run,
+  specifier,
+  staleBuild,
+} from './helpers/packaging.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * Named exports each entry point must have, with their `typeof`. `default` alone means the module
+ * is that one value: `require()` must return it directly (the Fastify plugin). Packages not listed
+ * here are still loaded both ways and must export something, the same from ESM and CJS.
+ */
+const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
+  '@pixhook/core': {
+    '.': {
+      Webhooks: 'function',
+      sign: 'function',
+      WebhookVerificationError: 'function',
+      isWebhookVerificationError: 'function',
+      MemoryStore: 'function',
+      EVENT_TYPES: 'object',
+      ERROR_STATUS: 'object',
+    },
+    './testing': { createTestEvent: 'function', createSignedRequest: 'function' },
+    './node': { nodeBodyReader: 'function', pathMatcher: 'function' },
+  },
+  '@pixhook/express': { '.': { webhookMiddleware: 'function' } },
+  '@pixhook/fastify': { '.': { default: 'function' } },
+  '@pixhook/koa': { '.': { webhookMiddleware: 'function' } },
+  '@pixhook/fetch': { '.': { createFetchHandler: 'function' } },
+  '@pixhook/redis': { '.': { RedisStore: 'function' } },
+};
+
+/**
+ * attw rules a package may skip, with the reason. Empty: every package passes the strict profile
+ * (node10, node16 from CJS and ESM, bundler). core's subpaths reach node10 users through
+ * `typesVersions`; the Fastify plugin's `export =` in index.d.cts is what attw expects for a CJS
+ * build whose module.exports is the function.
+ */
+const ATTW_IGNORED_RULES: Record<string, string[]> = {};
+
+interface ModuleReport {
+  resolved?: string;
+  kind?: string;
+  name?: string;
+  defaultName?: string;
+  exports?: Record<string, string>;
+  error?: string;
+}
+interface ProbeReport {
+  modules: Record<string, ModuleReport>;
+  smoke: { signed?: number; forged?: number; ran?: boolean; error?: string };
+}
+
+const packages = discoverPackages(ROOT);
+const scratch = mkdtempSync(join(tmpdir(), 'pixhook-packaging-'));
+const specifiers = packages.flatMap((pkg) => exportedSubpaths(pkg.manifest).map((sub) => specifier(pkg.name, sub)));
+
+let installed: Map<string, InstalledPackage>;
+let esm: ProbeReport;
+let cjs: ProbeReport;
+const attw = new Map<string, Promise<RunResult>>();
+
+function probe(file: string): Promise<ProbeReport> {
+  return run(process.execPath, [file, JSON.stringify(specifiers)], { cwd: scratch }).then((result) => {
+    if (result.code !== 0) throw new Error(`node ${file} exited ${result.code}:\n${result.stderr}`);
+    return JSON.parse(result.stdout) as ProbeReport;
+  });
+}
+
+/** Runs attw on every tarball, two at a time (each loads the TypeScript compiler). */
+function startAttw(): void {
+  const [command, prefix] = attwCommand(ROOT);
+  const lanes: Promise<unknown>[] = [Promise.resolve(), Promise.resolve()];
+  packages.forEach((pkg, i) => {
+    const { tarball } = installed.get(pkg.name) as InstalledPackage;
+    const ignore = ATTW_IGNORED_RULES[pkg.name] ?? [];
+    const args = [...prefix, tarball, '--format', 'json', ...(ignore.length ? ['--ignore-rules', ...ignore] : [])];
+    const lane = i % lanes.length;
+    const result = (lanes[lane] as Promise<unknown>).then(() =>
+      run(command, args, { cwd: scratch, timeoutMs: 60_000 }),
+    );
+    lanes[lane] = result.catch(() => {});
+    attw.set(pkg.name, result);
+  });
+}
+
+beforeAll(async () => {
+  installed = await installPacked(packages, ROOT, scratch);
+  startAttw();
+  copyFileSync(join(ROOT, 'test/helpers/packaging-probe.mjs'), join(scratch, 'probe.mjs'));
+  copyFileSync(join(ROOT, 'test/helpers/packaging-probe.cjs'), join(scratch, 'probe.cjs'));
+  [esm, cjs] = await Promise.all([probe(join(scratch, 'probe.mjs')), probe(join(scratch, 'probe.cjs'))]);
+}, 60_000);
+
+afterAll(async () => {
+  // Let attw runs that a failed test did not wait for finish before their files go.
+  await Promise.allSettled(attw.values());
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+it('finds the public packages under packages/ and loads them from outside the workspace', () => {
+  expect(packages.map((pkg) => pkg.name)).toEqual(
+    expect.arrayContaining(['@pixhook/core', '@pixhook/express', '@pixhook/fastify', '@pixhook/koa']),
+  );
+  expect(relative(ROOT, scratch).startsWith('..')).toBe(true);
+});
+
+it('runs a signed delivery through the packed core, from ESM and from CommonJS', () => {
+  for (const report of [esm, cjs]) {
+    expect(report.smoke).toEqual({ signed: 200, forged: 400, ran: true });
+  }
+});
+
+describe.each(packages)('$name', (pkg) => {
+  const expected = EXPECTED[pkg.name];
+
+  it('has a dist built from its current src', () => {
+    expect(staleBuild(pkg)).toBeUndefined();
+  });
+
+  it('packs its README and built files only', () => {
+    const { files } = installed.get(pkg.name) as InstalledPackage;
+    expect(files).toContain('README.md');
+    expect(files).toContain('package.json');
+    expect(files.filter((file) => /(^|\/)(src|test)\/|\.test\.|\.tsbuildinfo$/.test(file))).toEqual([]);
+  });
+
+  if (expected) {
+    it('exports every entry point the contract names', () => {
+      expect(exportedSubpaths(pkg.manifest)).toEqual(expect.arrayContaining(Object.keys(expected)));
+    });
+  }
+
+  describe.each(exportedSubpaths(pkg.manifest))('%s', (subpath) => {
+    const spec = specifier(pkg.name, subpath);
+    const want = expected?.[subpath];
+
+    const what =
+      subpath === './package.json'
+        ? 'the packed package.json'
+        : want
+          ? Object.keys(want).join(', ')
+          : 'the same names (nothing listed in EXPECTED)';
+    it(`import() and require() resolve to the packed files and give ${what}`, () => {
+      const { dir } = installed.get(pkg.name) as InstalledPackage;
+      const fromEsm = esm.modules[spec] as ModuleReport;
+      const fromCjs = cjs.modules[spec] as ModuleReport;
+      expect(fromEsm.error, `import('${spec}')`).toBeUndefined();
+      expect(fromCjs.error, `require('${spec}')`).toBeUndefined();
+      for (const report of [fromEsm, fromCjs]) {
+        expect(relative(dir, report.resolved as string).startsWith('..'), report.resolved).toBe(false);
+      }
+      if (subpath === './package.json') {
+        expect([fromEsm.name, fromCjs.name]).toEqual([pkg.name, pkg.name]);
+        return;
+      }
+      const esmExports = fromEsm.exports ?? {};
+      const cjsExports = fromCjs.exports ?? {};
+      if (want) expect(esmExports).toMatchObject(want);
+      if (Object.keys(esmExports).join() === 'default') {
+        // A module with only a default export: require() must give that value itself.
+        expect(fromCjs.kind).toBe(esmExports.default);
+        expect(fromCjs.name).toBe(fromEsm.defaultName);
+      } else {
+        expect(Object.keys(esmExports).length).toBeGreaterThan(0);
+        expect(cjsExports).toEqual(esmExports);
+      }
+    });
+  });
+
+  it('passes publint (strict: warnings fail too)', async () => {
+    const { dir } = installed.get(pkg.name) as InstalledPackage;
+    // The unpacked tarball holds exactly the published files, so publint needs no packing of its own.
+    const { messages, pkg: manifest } = await publint({ pkgDir: dir, pack: false, level: 'warning', strict: true });
+    expect(messages.map((message) => `${message.type}: ${formatMessage(message, manifest, { color: false })}`)).toEqual(
+      [],
+    );
+  });
+
+  it('passes @arethetypeswrong/cli (node10, node16 CJS and ESM, bundler)', async () => {
+    const result = (await attw.get(pkg.name)) as RunResult;
+    const report = JSON.parse(result.stdout.slice(result.stdout.indexOf('{')) || '{}') as {
+      problems?: Record<string, { kind: string; entrypoint: string; resolutionKind?: string }[]>;
+    };
+    expect(report.problems, result.stderr).toBeDefined();
+    const problems = Object.values(report.problems ?? {})
+      .flat()
+      .map((problem) => `${problem.kind} at ${problem.entrypoint} (${problem.resolutionKind ?? 'all'})`);
+    expect(problems).toEqual([]);
+    expect(result.code).toBe(0);
+  }, 60_000);
+
+  const bins = typeof pkg.manifest.bin === 'string' ? { [pkg.name]: pkg.manifest.bin } : (pkg.manifest.bin ?? {});
+  for (const [command, file] of Object.entries(bins)) {
+    it(`ships the ${command} command, which answers --help`, async () => {
+      const path = join((installed.get(pkg.name) as InstalledPackage).dir, file);
+      expect(existsSync(path)).toBe(true);
+      expect(readFileSync(path, 'utf8').startsWith('#!/usr/bin/env node')).toBe(true);
+      const result = await run(process.execPath, [path, '--help'], { cwd: scratch, timeoutMs: 15_000 });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout.length).toBeGreaterThan(0);
+    });
+  }
+});
