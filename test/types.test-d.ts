@@ -1,0 +1,198 @@
+/**
+ * What editors must infer (vitest typecheck): run with `npx vitest run test/types.test-d.ts`.
+ */
+import {
+  type AnyEvent,
+  type EventHandler,
+  type EventType,
+  type KnownEvent,
+  type UnknownEvent,
+  type WebhookEvent,
+  type WebhookResponse,
+  Webhooks,
+  type WebhookVerificationError,
+} from '@pixhook/core';
+import { createSignedRequest, createTestEvent, type SignedRequest } from '@pixhook/core/testing';
+import { webhookMiddleware as expressMiddleware } from '@pixhook/express';
+import pixhookFastify from '@pixhook/fastify';
+import { webhookMiddleware as koaMiddleware } from '@pixhook/koa';
+import type { Request as ExpressRequest } from 'express';
+import express from 'express5';
+import Fastify, { type FastifyRequest } from 'fastify';
+import Koa from 'koa3';
+import { describe, expectTypeOf, it } from 'vitest';
+
+type Obj = Record<string, unknown>;
+
+interface MyEvents {
+  'image.created': { id: string; url: string; bytes: number };
+  'quota.warned': { used_percent: number };
+}
+
+const webhooks = new Webhooks({ secret: 'whsec_types' });
+const typed = new Webhooks<MyEvents>({ secret: 'whsec_types' });
+
+describe('on()', () => {
+  it('narrows the event to its type', () => {
+    webhooks.on('quota.warned', (event, context) => {
+      expectTypeOf(event.type).toEqualTypeOf<'quota.warned'>();
+      expectTypeOf(event).toEqualTypeOf<WebhookEvent<'quota.warned', Obj>>();
+      expectTypeOf(event.data.object).toEqualTypeOf<Obj>();
+      expectTypeOf(event.id).toEqualTypeOf<string>();
+      expectTypeOf(event.created).toEqualTypeOf<number>();
+      expectTypeOf(context.deliveryId).toEqualTypeOf<string>();
+      expectTypeOf(context.timestamp).toEqualTypeOf<number>();
+      expectTypeOf(context.request).toEqualTypeOf<unknown>();
+    });
+  });
+
+  it('a list gives the union of its types, narrowed by a check of type', () => {
+    webhooks.on(['quota.warned', 'quota.exceeded'], (event) => {
+      expectTypeOf(event.type).toEqualTypeOf<'quota.warned' | 'quota.exceeded'>();
+      expectTypeOf(event).toEqualTypeOf<WebhookEvent<'quota.warned', Obj> | WebhookEvent<'quota.exceeded', Obj>>();
+    });
+    typed.on(['image.created', 'quota.warned'], (event) => {
+      if (event.type === 'image.created') expectTypeOf(event.data.object.url).toEqualTypeOf<string>();
+      else expectTypeOf(event.data.object.used_percent).toEqualTypeOf<number>();
+    });
+  });
+
+  it('rejects unknown types and handlers of another event type', () => {
+    // @ts-expect-error 'bogus.type' is not an event type
+    webhooks.on('bogus.type', () => {});
+    // @ts-expect-error nor inside a list
+    webhooks.on(['image.created', 'bogus.type'], () => {});
+    // @ts-expect-error a quota.warned handler cannot handle image.created
+    webhooks.on('image.created', (_event: WebhookEvent<'quota.warned', Obj>) => {});
+    // @ts-expect-error a handler for one type cannot take a list that includes another
+    webhooks.on(['image.created', 'image.deleted'], (_event: WebhookEvent<'image.created', Obj>) => {});
+    // @ts-expect-error the custom map's data.object is checked too
+    typed.on('image.created', (_event: WebhookEvent<'image.created', { url: number }>) => {});
+  });
+
+  it('accepts a handler typed with EventHandler', () => {
+    const handler: EventHandler<WebhookEvent<'image.deleted', Obj>> = (event) => event.id;
+    expectTypeOf(webhooks.on('image.deleted', handler)).toEqualTypeOf(webhooks);
+  });
+});
+
+describe('onAny() and verify()', () => {
+  it('onAny gets the known events or an unknown one', () => {
+    webhooks.onAny((event) => {
+      expectTypeOf(event).toEqualTypeOf<AnyEvent>();
+      expectTypeOf(event).toEqualTypeOf<KnownEvent | UnknownEvent>();
+      // Known types stay suggested by editors; any other string is possible.
+      expectTypeOf(event.type).toEqualTypeOf<EventType | (string & {})>();
+      expectTypeOf(event.data.object).toEqualTypeOf<Obj>();
+    });
+    typed.onAny((event) => {
+      expectTypeOf(event).toEqualTypeOf<AnyEvent<MyEvents>>();
+      expectTypeOf(event).toExtend<KnownEvent<MyEvents> | UnknownEvent>();
+    });
+  });
+
+  it('verify returns AnyEvent, typed by the map', () => {
+    expectTypeOf(webhooks.verify('{}', {})).toEqualTypeOf<AnyEvent>();
+    expectTypeOf(typed.verify(new Uint8Array(), new Headers())).toEqualTypeOf<AnyEvent<MyEvents>>();
+    // @ts-expect-error verify takes bytes or a string, not parsed JSON
+    webhooks.verify({ id: 'evt_1' }, {});
+  });
+
+  it('handle resolves to the answer for an adapter', () => {
+    expectTypeOf(webhooks.handle({ headers: {}, body: '' })).toEqualTypeOf<Promise<WebhookResponse>>();
+    expectTypeOf<WebhookResponse>().toEqualTypeOf<{ status: number; headers: Record<string, string>; body: string }>();
+  });
+});
+
+describe('a custom data map', () => {
+  it('narrows data.object per type and leaves the others Record<string, unknown>', () => {
+    typed.on('image.created', (event) => {
+      expectTypeOf(event.data.object).toEqualTypeOf<{ id: string; url: string; bytes: number }>();
+    });
+    typed.on('quota.warned', (event) => {
+      expectTypeOf(event.data.object).toEqualTypeOf<{ used_percent: number }>();
+    });
+    typed.on('image.deleted', (event) => {
+      expectTypeOf(event.data.object).toEqualTypeOf<Obj>();
+    });
+  });
+
+  it('only maps known types', () => {
+    // @ts-expect-error 'image.resized' is not an event type
+    new Webhooks<{ 'image.resized': { id: string } }>({ secret: 's' });
+  });
+});
+
+describe('the request type', () => {
+  it('Webhooks<Map, express.Request> types context.request in handlers and onError', () => {
+    const app = new Webhooks<MyEvents, ExpressRequest>({ secret: 's' });
+    app.on('image.created', (event, context) => {
+      expectTypeOf(context.request).toEqualTypeOf<ExpressRequest>();
+      expectTypeOf(event.data.object.bytes).toEqualTypeOf<number>();
+    });
+    app.onAny((_event, context) => expectTypeOf(context.request).toEqualTypeOf<ExpressRequest>());
+    app.onError((error, context) => {
+      expectTypeOf(error).toEqualTypeOf<WebhookVerificationError>();
+      expectTypeOf(context.request).toEqualTypeOf<ExpressRequest>();
+    });
+  });
+
+  it('Fastify request typing', () => {
+    const app = new Webhooks<Record<never, never>, FastifyRequest>({ secret: 's' });
+    app.onAny((_event, context) => expectTypeOf(context.request.log.info).toBeFunction());
+  });
+});
+
+describe('options', () => {
+  it('checks option types', () => {
+    new Webhooks({ secret: process.env.SIGNING_SECRET });
+    new Webhooks({ secret: [process.env.NEW_SECRET, process.env.OLD_SECRET], tolerance: false, store: false });
+    // @ts-expect-error a secret is required
+    new Webhooks({});
+    // @ts-expect-error tolerance is a number or false
+    new Webhooks({ secret: 's', tolerance: '300' });
+    // @ts-expect-error tolerance true is meaningless
+    new Webhooks({ secret: 's', tolerance: true });
+    // @ts-expect-error a store needs claim, complete and release
+    new Webhooks({ secret: 's', store: { claim: async () => 'claimed' as const } });
+  });
+});
+
+describe('@pixhook/core/testing', () => {
+  it('createTestEvent keeps the type literal and the object given', () => {
+    expectTypeOf(createTestEvent('image.deleted', { id: 'img_1' })).toEqualTypeOf<
+      WebhookEvent<'image.deleted', { id: string }>
+    >();
+    expectTypeOf(createTestEvent('image.created')).toEqualTypeOf<WebhookEvent<'image.created', Obj>>();
+    expectTypeOf(createTestEvent('image.resized').type).toEqualTypeOf<'image.resized'>();
+    expectTypeOf(createTestEvent('quota.warned', {}, { id: 'evt_1', created: 1 }).id).toEqualTypeOf<string>();
+    // @ts-expect-error created is a number
+    createTestEvent('quota.warned', {}, { created: '1' });
+    // @ts-expect-error data.object is an object
+    createTestEvent('quota.warned', 5);
+  });
+
+  it('createSignedRequest gives the body and all four headers', () => {
+    const signed = createSignedRequest(createTestEvent('image.created'), { secret: 's', timestamp: '0017' });
+    expectTypeOf(signed).toEqualTypeOf<SignedRequest>();
+    expectTypeOf(signed.body).toEqualTypeOf<string>();
+    expectTypeOf(signed.headers['x-service-signature']).toEqualTypeOf<string>();
+    expectTypeOf(signed.headers).toHaveProperty('x-service-delivery');
+    // @ts-expect-error the secret is required
+    createSignedRequest(createTestEvent('image.created'), {});
+  });
+});
+
+describe('adapters fit their frameworks', () => {
+  it('Express, Fastify and Koa accept what pixhook gives them', () => {
+    const app = express();
+    app.post('/webhooks', expressMiddleware(webhooks));
+    app.use('/webhooks', expressMiddleware(typed, { path: '/webhooks' }));
+    const fastify = Fastify();
+    void fastify.register(pixhookFastify, { webhooks, path: '/webhooks' });
+    // @ts-expect-error the Fastify plugin needs webhooks
+    void fastify.register(pixhookFastify, { path: '/webhooks' });
+    const koa = new Koa();
+    koa.use(koaMiddleware(webhooks, { path: '/webhooks' }));
+  });
+});
