@@ -1,0 +1,107 @@
+// The runnable examples in examples/ are what users copy: each is started as its own process (on
+// the built packages, as a user would run it), sent a signed and a forged delivery, and stopped.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { httpSend } from './helpers/adapters.js';
+
+const EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url));
+const SECRET = 'whsec_examples_test_4d2c1b';
+
+interface RunningExample {
+  child: ChildProcess;
+  port: number;
+  stdout: () => string;
+  stderr: () => string;
+}
+
+const running = new Set<ChildProcess>();
+
+afterEach(() => {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+});
+
+function start(file: string, env: Record<string, string>): ChildProcess {
+  const { NODE_OPTIONS: _, ...inherited } = process.env;
+  const child = spawn(process.execPath, [file], { cwd: EXAMPLES, env: { ...inherited, ...env } });
+  running.add(child);
+  return child;
+}
+
+function collect(child: ChildProcess): { stdout: () => string; stderr: () => string } {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  return { stdout: () => stdout, stderr: () => stderr };
+}
+
+/** Starts an example on a free port (PORT=0) and waits for the line that gives its address. */
+async function startExample(file: string): Promise<RunningExample> {
+  const child = start(file, { SIGNING_SECRET: SECRET, PORT: '0' });
+  const output = collect(child);
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${file} did not start:\n${output.stderr()}`)), 10_000);
+    child.stdout?.on('data', () => {
+      const match = /listening on http:\/\/127\.0\.0\.1:(\d+)\/webhooks/.exec(output.stdout());
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${file} exited ${code}:\n${output.stderr()}`)));
+  });
+  return { child, port, ...output };
+}
+
+async function stop(child: ChildProcess): Promise<number | null> {
+  // 'close' comes after 'exit' and after the last output.
+  const exited = once(child, 'close');
+  child.kill('SIGTERM');
+  const [code] = await exited;
+  running.delete(child);
+  return code as number | null;
+}
+
+describe.each(['express.mjs', 'fastify.mjs', 'koa.mjs'])('examples/%s', (file) => {
+  it('answers a signed delivery 200 and runs its handler, a forged one 400, and stops on SIGTERM', async () => {
+    const example = await startExample(file);
+
+    const event = createTestEvent('image.created');
+    const signed = createSignedRequest(event, { secret: SECRET });
+    const good = await httpSend(example.port, { path: '/webhooks', headers: signed.headers, body: signed.body });
+    expect(good.status).toBe(200);
+    // The child's output arrives on another pipe than the answer: wait for it.
+    await vi.waitFor(() => {
+      expect(example.stdout()).toContain(`image.created ${event.data.object.id}`);
+      expect(example.stdout()).toContain(signed.headers['x-service-delivery']);
+    });
+
+    const forged = createSignedRequest(createTestEvent('image.created'), { secret: 'whsec_attacker_guess' });
+    const bad = await httpSend(example.port, { path: '/webhooks', headers: forged.headers, body: forged.body });
+    expect(bad.status).toBe(400);
+    expect(bad.json).toMatchObject({ error: { code: 'SIGNATURE_MISMATCH' } });
+    await vi.waitFor(() => expect(example.stderr()).toContain('pixhook SIGNATURE_MISMATCH'));
+
+    const health = await httpSend(example.port, { method: 'GET', path: '/health' });
+    expect(health.json).toEqual({ ok: true });
+
+    expect(await stop(example.child)).toBe(0);
+    expect(example.stdout() + example.stderr()).not.toContain(SECRET);
+  });
+
+  it('refuses to start without SIGNING_SECRET and says what to set', async () => {
+    const child = start(file, { SIGNING_SECRET: '', PORT: '0' });
+    const output = collect(child);
+    const [code] = await once(child, 'close');
+    expect(code).toBe(1);
+    expect(output.stderr()).toContain('Set SIGNING_SECRET');
+  });
+});
