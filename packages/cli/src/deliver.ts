@@ -1,3 +1,5 @@
+import http from 'node:http';
+import https from 'node:https';
 import { DEFAULT_DEADLINE_SECONDS } from './schedule.js';
 
 /** What one delivery attempt sends. */
@@ -36,35 +38,51 @@ export interface AttemptOutcome {
  * const outcome = await deliver({ url, ...createSignedRequest(createTestEvent('image.created'), { secret }) })
  * outcome.ok // true for a 2xx within 10 s
  */
-export async function deliver(request: DeliveryRequest): Promise<AttemptOutcome> {
+export function deliver(request: DeliveryRequest): Promise<AttemptOutcome> {
   const deadlineMs = (request.deadlineSeconds ?? DEFAULT_DEADLINE_SECONDS) * 1_000;
+  const url = new URL(request.url);
+  // node:http rather than fetch: fetch refuses "bad ports" (6000, 5060, …) a receiver may well use.
+  const client = url.protocol === 'https:' ? https : http;
   const started = performance.now();
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), deadlineMs);
-  try {
-    const response = await fetch(request.url, {
-      method: 'POST',
-      headers: { 'user-agent': 'pixhook-cli', ...request.headers },
-      body: request.body,
-      signal: controller.signal,
-      redirect: 'manual',
-    });
-    // The deadline covers the whole answer, body included: the service waits for all of it.
-    const body = await response.text();
-    const ms = performance.now() - started;
-    return { ok: response.status >= 200 && response.status < 300, status: response.status, ms, body };
-  } catch (error) {
-    const ms = performance.now() - started;
-    if (controller.signal.aborted) return { ok: false, ms, failure: 'timeout' };
-    return { ok: false, ms, failure: 'network', detail: describeNetworkError(error) };
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function describeNetworkError(error: unknown): string {
-  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
-  if (typeof cause?.code === 'string') return cause.code;
-  if (typeof cause?.message === 'string') return cause.message;
-  return error instanceof Error ? error.message : String(error);
+  return new Promise((resolve) => {
+    let settled = false;
+    let timedOut = false;
+    const finish = (outcome: Omit<AttemptOutcome, 'ms'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ ...outcome, ms: performance.now() - started });
+    };
+    const req = client.request(
+      url,
+      {
+        method: 'POST',
+        headers: { 'user-agent': 'pixhook-cli', ...request.headers, 'content-length': Buffer.byteLength(request.body) },
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        // The deadline covers the whole answer, body included: the service waits for all of it.
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          finish({ ok: status >= 200 && status < 300, status, body: Buffer.concat(chunks).toString('utf8') });
+        });
+        res.on('error', fail);
+      },
+    );
+    function fail(error: NodeJS.ErrnoException) {
+      finish(
+        timedOut
+          ? { ok: false, failure: 'timeout' }
+          : { ok: false, failure: 'network', detail: error.code ?? error.message },
+      );
+    }
+    const timer = setTimeout(() => {
+      timedOut = true;
+      req.destroy(new Error('deadline passed'));
+    }, deadlineMs);
+    req.on('error', fail);
+    req.end(request.body);
+  });
 }

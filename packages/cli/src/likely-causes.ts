@@ -176,9 +176,12 @@ export function bodyVariants(body: Uint8Array): BodyVariant[] {
     return variants;
   }
   const forms: [string, string][] = [
-    [JSON.stringify(json), 'compact, without white space'],
-    [JSON.stringify(envelopeOrder(json)), 'with the envelope’s keys in the service’s order (id, type, created, data)'],
-    [JSON.stringify(sortKeys(json)), 'with its keys sorted'],
+    [JSON.stringify(json), 'written compactly'],
+    [
+      JSON.stringify(envelopeOrder(json)),
+      'written with the envelope’s keys in the service’s order (id, type, created, data)',
+    ],
+    [JSON.stringify(sortKeys(json)), 'written with its keys sorted'],
     [JSON.stringify(json, null, 2), 'indented with 2 spaces'],
     [JSON.stringify(json, null, 4), 'indented with 4 spaces'],
     [JSON.stringify(json, null, '\t'), 'indented with tabs'],

@@ -39,7 +39,7 @@ export function retryDelays(maxAttempts: number = DEFAULT_MAX_ATTEMPTS): number[
 }
 
 /**
- * A duration for people: `850 ms`, `4.2 s`, `5 min`, `4 min 59 s`, `2 h`, `1 h 30 min`.
+ * A duration for people: `850 ms`, `4.2 s`, `5 min`, `4 min 59 s`, `2 h`, `1 h 30 min`, `24 h`, `3 d 2 h`.
  *
  * @example
  * formatDuration(7_200_000) // '2 h'
@@ -48,7 +48,9 @@ export function formatDuration(ms: number): string {
   if (ms < 1_000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${Number((ms / 1_000).toFixed(ms < 10_000 ? 2 : 1))} s`;
   const seconds = Math.round(ms / 1_000);
+  // Days only from two of them up, so the schedule's last delay reads "24 h" as the spec says.
   const units: [number, string][] = [
+    ...(seconds >= 172_800 ? ([[86_400, 'd']] as [number, string][]) : []),
     [3_600, 'h'],
     [60, 'min'],
     [1, 's'],

@@ -112,7 +112,9 @@ export function registerSimulate(program: Command): void {
         });
       } else if (result.state === 'delivered') {
         process.stdout.write(
-          `${pc.green('delivered')} at attempt ${n} of ${maxAttempts}, ${formatDuration(elapsed * 1000)} after the first (service time); delivery ${result.deliveryId}\n`,
+          `${pc.green('delivered')} at attempt ${n} of ${maxAttempts}${
+            n === 1 ? '' : `, ${formatDuration(elapsed * 1000)} after the first (service time)`
+          }; delivery ${result.deliveryId}\n`,
         );
       } else {
         process.stdout.write(

@@ -68,7 +68,8 @@ export function registerVerify(program: Command): void {
       });
       process.exitCode = diagnosis.ok ? EXIT.ok : EXIT.failed;
       if (options.json) {
-        printJson(diagnosis);
+        const { ok, step, code, message, signatureMatches, timestamp, event, causes } = diagnosis;
+        printJson({ ok, step, code, message, signatureMatches, timestamp, event, causes });
         return;
       }
       const ts = diagnosis.timestamp;

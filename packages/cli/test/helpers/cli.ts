@@ -1,0 +1,69 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const BUILD = fileURLToPath(new URL('./build-cli.mjs', import.meta.url));
+
+/** The built binary, run as a user runs it. */
+export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+/** The secret every test signs with. */
+export const SECRET = 'whsec_cli_test_5f3a9c';
+
+/** Builds the CLI when its dist is missing or stale, under a lock shared by every CLI test file. */
+export function ensureBuilt(): void {
+  try {
+    execFileSync('flock', ['/tmp/pixhook-cli-build.lock', process.execPath, BUILD], { stdio: 'inherit' });
+  } catch (error) {
+    // Without flock (not Linux), build unlocked.
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    execFileSync(process.execPath, [BUILD], { stdio: 'inherit' });
+  }
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  /** PIXHOOK_SECRET; `null` leaves it unset. @default SECRET */
+  secret?: string | null;
+  /** Written to stdin, then closed. */
+  input?: string | Uint8Array;
+}
+
+function environment(secret: string | null): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+  delete env.FORCE_COLOR;
+  delete env.PIXHOOK_SECRET;
+  if (secret !== null) env.PIXHOOK_SECRET = secret;
+  return env;
+}
+
+/** Starts `pixhook …` as a child process. */
+export function start(args: string[], options: RunOptions = {}) {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: environment(options.secret === undefined ? SECRET : options.secret),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  child.stdin.end(options.input);
+  return child;
+}
+
+/** Runs `pixhook …` to its end, asynchronously so that receivers in this process can answer it. */
+export function run(args: string[], options: RunOptions = {}): Promise<CliResult> {
+  const child = start(args, options);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -1,0 +1,106 @@
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SAMPLE_OBJECTS } from '@pixhook/core/testing';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ensureBuilt, run, SECRET } from './helpers/cli.js';
+import { failFirst, type Receiver, receiver, slow } from './helpers/receivers.js';
+
+let good: Receiver;
+let failing: Receiver;
+
+beforeAll(async () => {
+  ensureBuilt();
+  [good, failing] = await Promise.all([receiver('express'), receiver('fastify', failFirst(Number.POSITIVE_INFINITY))]);
+});
+afterAll(() => Promise.all([good?.close(), failing?.close()]));
+
+function neverShowsSecret(...outputs: string[]) {
+  for (const output of outputs) expect(output).not.toContain(SECRET);
+}
+
+describe('pixhook send', () => {
+  test('delivers a signed sample event with all four headers; exit 0 and the answer printed', async () => {
+    const { code, stdout, stderr } = await run(['send', good.url, '--type', 'image.created']);
+    expect(code).toBe(0);
+    expect(good.arrivals).toHaveLength(1);
+    const [arrival] = good.arrivals;
+    expect(arrival?.event.type).toBe('image.created');
+    expect(arrival?.event.data.object).toEqual(SAMPLE_OBJECTS['image.created']);
+    expect(stdout).toContain(`POST ${good.url}`);
+    expect(stdout).toContain(arrival?.event.id);
+    expect(stdout).toContain(`delivery ${arrival?.deliveryId}`);
+    expect(stdout).toMatch(/← 200 OK in \d+ ms/);
+    neverShowsSecret(stdout, stderr);
+  });
+
+  test('--json gives status, time and body; --data and --event-id shape the event', async () => {
+    const data = join(tmpdir(), `pixhook-cli-data-${process.pid}.json`);
+    writeFileSync(data, JSON.stringify({ id: 'img_custom', filename: 'cat.png' }));
+    const { code, stdout } = await run([
+      'send',
+      good.url,
+      '--type',
+      'image.deleted',
+      '--data',
+      data,
+      '--event-id',
+      'evt_cli_fixed',
+      '--json',
+    ]);
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result).toMatchObject({ ok: true, status: 200, type: 'image.deleted', eventId: 'evt_cli_fixed' });
+    expect(result.ms).toBeGreaterThanOrEqual(0);
+    const arrival = good.arrivals.at(-1);
+    expect(arrival?.event).toMatchObject({ id: 'evt_cli_fixed', data: { object: { id: 'img_custom' } } });
+    expect(arrival?.deliveryId).toBe(result.deliveryId);
+  });
+
+  test('a failing receiver: exit 1, the status and pixhook error code shown', async () => {
+    const { code, stdout } = await run(['send', failing.url, '--type', 'quota.exceeded']);
+    expect(code).toBe(1);
+    expect(stdout).toContain('500 Internal Server Error HANDLER_FAILED');
+    expect(stdout).toContain('the service would retry');
+  });
+
+  test('a wrong secret is rejected by the receiver: exit 1 with SIGNATURE_MISMATCH', async () => {
+    const { code, stdout, stderr } = await run(['send', good.url, '--type', 'image.created', '--json'], {
+      secret: 'whsec_some_other_endpoint',
+    });
+    expect(code).toBe(1);
+    expect(JSON.parse(stdout)).toMatchObject({ ok: false, status: 400 });
+    expect(stdout).toContain('SIGNATURE_MISMATCH');
+    expect(`${stdout}${stderr}`).not.toContain('whsec_some_other_endpoint');
+  });
+
+  test('no 2xx within the deadline, or nobody listening: exit 1', async () => {
+    const late = await receiver('koa', slow(600));
+    try {
+      const [timedOut, refused] = await Promise.all([
+        run(['send', late.url, '--type', 'image.created', '--deadline', '0.2']),
+        run(['send', 'http://127.0.0.1:1/webhooks', '--type', 'image.created', '--json']),
+      ]);
+      expect(timedOut.code).toBe(1);
+      expect(timedOut.stdout).toContain('no answer within 0.2 s');
+      expect(refused.code).toBe(1);
+      expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, failure: 'network', detail: 'ECONNREFUSED' });
+    } finally {
+      await late.close();
+    }
+  });
+
+  test('without a secret, or with bad options: exit 2 and a message saying what to do', async () => {
+    const [noSecret, noType, badUrl] = await Promise.all([
+      run(['send', good.url, '--type', 'image.created'], { secret: null }),
+      run(['send', good.url]),
+      run(['send', 'localhost:3000', '--type', 'image.created']),
+    ]);
+    expect(noSecret.code).toBe(2);
+    expect(noSecret.stderr).toContain('PIXHOOK_SECRET');
+    expect(noType.code).toBe(2);
+    expect(noType.stderr).toContain("required option '-t, --type <type>'");
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toContain('expected an http:// or https:// URL');
+  });
+});

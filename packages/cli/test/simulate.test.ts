@@ -1,0 +1,123 @@
+import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { ensureBuilt, run } from './helpers/cli.js';
+import { failFirst, type Receiver, receiver, slow } from './helpers/receivers.js';
+
+const SCHEDULE = [60, 300, 1_800, 7_200, 21_600, 86_400];
+const open: Receiver[] = [];
+
+async function start(...args: Parameters<typeof receiver>): Promise<Receiver> {
+  const r = await receiver(...args);
+  open.push(r);
+  return r;
+}
+
+beforeAll(() => ensureBuilt());
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((r) => r.close()));
+});
+
+function gaps(r: Receiver): number[] {
+  return r.arrivals.slice(1).map((arrival, i) => arrival.at - (r.arrivals[i]?.at as number));
+}
+
+describe('pixhook simulate', () => {
+  test('a receiver failing the first 3 attempts: delivered at attempt 4, after delays in order and proportion', async () => {
+    const r = await start('koa', failFirst(3));
+    const timeScale = 1_800;
+    const { code, stdout } = await run([
+      'simulate',
+      r.url,
+      '--type',
+      'image.deleted',
+      '--time-scale',
+      String(timeScale),
+    ]);
+
+    expect(code).toBe(0);
+    expect(r.arrivals).toHaveLength(4);
+    // Measured on the receiver: 1 min, 5 min and 30 min divided by the time scale (33, 167, 1000 ms).
+    const expected = SCHEDULE.slice(0, 3).map((seconds) => (seconds * 1000) / timeScale);
+    const measured = gaps(r);
+    for (const [i, gap] of measured.entries()) {
+      const want = expected[i] as number;
+      // A timer never fires early (1 ms of rounding aside); the slack covers a failed attempt's
+      // round trip and a new connection on a busy machine, and is less than the next delay's growth.
+      expect(gap).toBeGreaterThanOrEqual(want - 1);
+      expect(gap).toBeLessThan(want + 120);
+    }
+    expect(measured[0]).toBeLessThan(measured[1] as number);
+    expect(measured[1]).toBeLessThan(measured[2] as number);
+    // Every attempt is the same delivery of the same event.
+    expect(new Set(r.arrivals.map((a) => a.event.id)).size).toBe(1);
+    expect(new Set(r.arrivals.map((a) => a.deliveryId)).size).toBe(1);
+
+    expect(stdout).toContain('✗ attempt 1/7  500 Internal Server Error HANDLER_FAILED');
+    expect(stdout).toContain('next retry, attempt 2/7, in 1 min');
+    expect(stdout).toContain('next retry, attempt 4/7, in 30 min');
+    expect(stdout).toMatch(/✓ attempt 4\/7 {2}200 OK in \d+ ms {2}\(retry after 30 min\)/);
+    expect(stdout).toContain('delivered at attempt 4 of 7, 36 min after the first (service time)');
+  });
+
+  test('a receiver that always fails: auto-disabled after the first attempt and six retries; exit 1', async () => {
+    const r = await start('fastify', failFirst(Number.POSITIVE_INFINITY));
+    const { code, stdout } = await run(['simulate', r.url, '--time-scale', '1000000', '--json']);
+
+    expect(code).toBe(1);
+    expect(r.arrivals).toHaveLength(7);
+    const result = JSON.parse(stdout);
+    expect(result.state).toBe('auto-disabled');
+    expect(result.attempts.map((a: { delaySeconds: number }) => a.delaySeconds)).toEqual([0, ...SCHEDULE]);
+    expect(result.attempts.every((a: { status: number }) => a.status === 500)).toBe(true);
+    expect(result.serviceSeconds).toBe(117_360);
+    expect(r.arrivals.every((a) => a.deliveryId === result.deliveryId && a.event.id === result.eventId)).toBe(true);
+  });
+
+  test('--max-attempts changes the count; the text ends with the endpoint auto-disabled', async () => {
+    const r = await start('express', failFirst(Number.POSITIVE_INFINITY));
+    const { code, stdout } = await run(['simulate', r.url, '--time-scale', '1000000', '--max-attempts', '3']);
+
+    expect(code).toBe(1);
+    expect(r.arrivals).toHaveLength(3);
+    expect(stdout).toContain('✗ attempt 3/3');
+    expect(stdout).toContain('endpoint auto-disabled: all 3 attempts failed over 6 min (service time)');
+    expect(stdout).toContain('email the account owner');
+  });
+
+  test('an answer after the deadline counts as a failed attempt', async () => {
+    // De-duplication off, so the second attempt is not answered 409 while the first still runs.
+    const r = await start(
+      'express',
+      slow(500, (n) => n === 1),
+      { store: false },
+    );
+    const { code, stdout } = await run(['simulate', r.url, '--time-scale', '1000000', '--deadline', '0.15', '--json']);
+
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result.state).toBe('delivered');
+    expect(result.attempts).toHaveLength(2);
+    expect(result.attempts[0]).toMatchObject({ ok: false, failure: 'timeout' });
+    expect(result.attempts[0].status).toBeUndefined();
+    expect(result.attempts[0].ms).toBeGreaterThanOrEqual(150);
+    expect(result.attempts[1]).toMatchObject({ ok: true, status: 200 });
+    expect(r.arrivals).toHaveLength(2);
+  });
+
+  test('a receiver that is always too slow ends auto-disabled, each attempt shown as past the deadline', async () => {
+    const r = await start('koa', slow(400), { store: false });
+    const { code, stdout } = await run([
+      'simulate',
+      r.url,
+      '--time-scale',
+      '1000000',
+      '--deadline',
+      '0.1',
+      '--max-attempts',
+      '2',
+    ]);
+
+    expect(code).toBe(1);
+    expect(stdout.match(/no answer within the 0\.1 s deadline/g)).toHaveLength(2);
+    expect(stdout).toContain('endpoint auto-disabled');
+  });
+});
