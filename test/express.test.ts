@@ -1,0 +1,230 @@
+/**
+ * Express-specific behaviour (4 and 5), over real HTTP on 127.0.0.1: parsers mounted before the
+ * middleware, mounting styles, the rest of the app, body limits, and what handlers receive.
+ */
+import { Webhooks, type WebhooksOptions } from '@pixhook/core';
+import { createTestEvent } from '@pixhook/core/testing';
+import { webhookMiddleware } from '@pixhook/express';
+import type { Express, NextFunction, Request, Response } from 'express';
+import express4 from 'express4';
+import express5 from 'express5';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Client, listen, streamOf } from './helpers/adapters.js';
+import { delivery, SECRET } from './helpers/deliveries.js';
+
+const VERSIONS = [
+  { name: 'express@4', express: express4 as unknown as typeof express5 },
+  { name: 'express@5', express: express5 },
+];
+
+const errorCode = (json: unknown): unknown => (json as { error?: { code?: string } })?.error?.code;
+
+describe.each(VERSIONS)('$name', ({ express }) => {
+  const clients: Client[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+  });
+
+  /** Webhooks that record each handler run with its context.request. */
+  function hooks(options: Partial<WebhooksOptions> = {}) {
+    const webhooks = new Webhooks({ secret: SECRET, ...options });
+    const runs: { id: string; request: unknown }[] = [];
+    webhooks.onAny((event, context) => void runs.push({ id: event.id, request: context.request }));
+    return { webhooks, runs };
+  }
+
+  async function serve(app: Express): Promise<Client> {
+    const client = await listen(app);
+    clients.push(client);
+    return client;
+  }
+
+  it('express.json() mounted before, without a verify hook → 500 RAW_BODY_UNAVAILABLE that says how to mount', async () => {
+    const { webhooks, runs } = hooks();
+    const app = express();
+    app.use(express.json());
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    const client = await serve(app);
+    const res = await client.send(delivery());
+    expect(res.status).toBe(500);
+    expect(errorCode(res.json)).toBe('RAW_BODY_UNAVAILABLE');
+    const message = (res.json as { error: { message: string } }).error.message;
+    expect(message).toMatch(/before express\.json\(\)/);
+    expect(message).toContain('verify');
+    expect(runs).toEqual([]);
+  });
+
+  it('express.json({ verify }) keeping req.rawBody, mounted before → 200, the raw copy is verified', async () => {
+    const { webhooks, runs } = hooks();
+    const app = express();
+    let parsed: unknown;
+    app.use(
+      express.json({
+        verify: (req, _res, buf) => {
+          (req as Request & { rawBody?: Buffer }).rawBody = buf;
+        },
+      }),
+    );
+    app.use((req: Request, _res: Response, next: NextFunction) => {
+      parsed = req.body;
+      next();
+    });
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    const client = await serve(app);
+    const event = createTestEvent('image.created');
+    const res = await client.send(delivery(event));
+    expect(res.status).toBe(200);
+    expect(runs.map((r) => r.id)).toEqual([event.id]);
+    // The parser really did consume the stream: only the raw copy could have been verified.
+    expect(parsed).toEqual(event);
+  });
+
+  it('a tampered body is still caught through req.rawBody', async () => {
+    const { webhooks, runs } = hooks();
+    const app = express();
+    app.use(
+      express.json({
+        verify: (req, _res, buf) => {
+          (req as Request & { rawBody?: Buffer }).rawBody = buf;
+        },
+      }),
+    );
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    const client = await serve(app);
+    const d = delivery();
+    const res = await client.send({ ...d, body: d.body.replace('"created":', '"created": ') });
+    expect(errorCode(res.json)).toBe('SIGNATURE_MISMATCH');
+    expect(runs).toEqual([]);
+  });
+
+  it("express.raw({ type: '*/*' }) mounted before → 200 from the Buffer in req.body", async () => {
+    const { webhooks, runs } = hooks();
+    const app = express();
+    app.use(express.raw({ type: '*/*' }));
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    const client = await serve(app);
+    expect((await client.send(delivery())).status).toBe(200);
+    expect(runs).toHaveLength(1);
+  });
+
+  it("app.use('/webhooks', mw): POST → 200, GET → 405 with Allow: POST", async () => {
+    const { webhooks, runs } = hooks();
+    const app = express();
+    app.use('/webhooks', webhookMiddleware(webhooks));
+    const client = await serve(app);
+    expect((await client.send(delivery())).status).toBe(200);
+    const res = await client.send({ method: 'GET', path: '/webhooks' });
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toBe('POST');
+    expect(errorCode(res.json)).toBe('METHOD_NOT_ALLOWED');
+    expect(runs).toHaveLength(1);
+  });
+
+  it('app.use(webhookMiddleware(webhooks, { path })): other paths reach later routes', async () => {
+    const { webhooks, runs } = hooks();
+    const app = express();
+    app.use(webhookMiddleware(webhooks, { path: '/webhooks' }));
+    app.use(express.json());
+    app.get('/health', (_req, res) => void res.send('ok'));
+    app.post('/api/echo', (req, res) => void res.json({ got: req.body }));
+    const client = await serve(app);
+    expect((await client.send({ method: 'GET', path: '/health' })).text).toBe('ok');
+    const echo = await client.send({
+      path: '/api/echo',
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":1}',
+    });
+    expect(echo.json).toEqual({ got: { a: 1 } });
+    // The webhook path itself, with a trailing slash and a query string.
+    expect((await client.send(delivery())).status).toBe(200);
+    expect((await client.send({ ...delivery(), path: '/webhooks/' })).status).toBe(200);
+    expect((await client.send({ ...delivery(), path: '/webhooks?source=test' })).status).toBe(200);
+    expect((await client.send({ ...delivery(), path: '/webhooks/other' })).status).toBe(404);
+    expect(runs).toHaveLength(3);
+  });
+
+  it('other JSON routes of the same app still parse JSON (app.post(path, mw) before app.use(express.json()))', async () => {
+    const { webhooks, runs } = hooks();
+    const app = express();
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    app.use(express.json());
+    app.post('/api/items', (req, res) => void res.json({ type: typeof req.body, body: req.body }));
+    const client = await serve(app);
+    const res = await client.send({
+      path: '/api/items',
+      headers: { 'content-type': 'application/json' },
+      body: '{"name":"x","n":2}',
+    });
+    expect(res.json).toEqual({ type: 'object', body: { name: 'x', n: 2 } });
+    expect((await client.send(delivery())).status).toBe(200);
+    expect(runs).toHaveLength(1);
+  });
+
+  it('an oversized chunked body → 413, and the server still answers the next request', async () => {
+    const { webhooks, runs } = hooks({ maxBodyBytes: 64 * 1024 });
+    const app = express();
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    app.get('/health', (_req, res) => void res.send('ok'));
+    const client = await serve(app);
+    const d = delivery();
+    const res = await client.send({ ...d, body: streamOf(8 * 1024 * 1024) });
+    expect(res.status).toBe(413);
+    expect(errorCode(res.json)).toBe('PAYLOAD_TOO_LARGE');
+    expect((await client.send({ method: 'GET', path: '/health' })).text).toBe('ok');
+    expect((await client.send(delivery())).status).toBe(200);
+    expect(runs).toHaveLength(1);
+  });
+
+  it('a Content-Length above the limit → 413', async () => {
+    const { webhooks } = hooks({ maxBodyBytes: 100 });
+    const app = express();
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    const client = await serve(app);
+    const res = await client.send(delivery());
+    expect(res.status).toBe(413);
+  });
+
+  it('context.request is the Express req', async () => {
+    const { webhooks, runs } = hooks();
+    const app = express();
+    const seen: unknown[] = [];
+    app.use((req, _res, next) => {
+      seen.push(req);
+      next();
+    });
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    const client = await serve(app);
+    await client.send(delivery());
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.request).toBe(seen[0]);
+    const req = runs[0]!.request as Request;
+    expect(typeof req.get).toBe('function');
+    expect(req.get('x-service-event')).toBe('image.created');
+  });
+
+  it('a handler failure answers 500 HANDLER_FAILED and never reaches the error handler of the app', async () => {
+    const webhooks = new Webhooks({ secret: SECRET });
+    webhooks.on('image.created', () => {
+      throw new Error('secret internals');
+    });
+    const app = express();
+    let appErrors = 0;
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    app.use((_error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+      appErrors++;
+      res.status(599).end();
+    });
+    const client = await serve(app);
+    const res = await client.send(delivery());
+    expect(res.status).toBe(500);
+    expect(errorCode(res.json)).toBe('HANDLER_FAILED');
+    expect(res.text).not.toContain('secret internals');
+    expect(appErrors).toBe(0);
+  });
+
+  it('throws when built without a Webhooks instance, or with a bad path', () => {
+    expect(() => webhookMiddleware(undefined as never)).toThrow(/needs a Webhooks instance/);
+    expect(() => webhookMiddleware({} as never)).toThrow(/needs a Webhooks instance/);
+    expect(() => webhookMiddleware(new Webhooks({ secret: SECRET }), { path: 'webhooks' })).toThrow(/path/);
+  });
+});
