@@ -54,7 +54,11 @@ async function readBody(reader: BodyReader, limit: number): Promise<Uint8Array |
   try {
     return await reader(limit);
   } catch (cause) {
-    if (isWebhookVerificationError(cause)) throw cause;
+    if (cause instanceof WebhookVerificationError) throw cause;
+    // One from another copy of core may lack toJSON/status: answer it with this copy's class.
+    if (isWebhookVerificationError(cause)) {
+      throw new WebhookVerificationError(cause.code, String(cause.message ?? ''), { cause });
+    }
     throw new WebhookVerificationError(
       'BODY_UNREADABLE',
       'The request body could not be read completely (the client aborted, or the body did not match its Content-Length).',
