@@ -173,6 +173,37 @@ describe('webhooks.handle() without an adapter', () => {
     });
   });
 
+  it.each([
+    [
+      'an Error subclass without toJSON',
+      () =>
+        Object.assign(new Error('Too big for this endpoint.'), {
+          name: 'WebhookVerificationError',
+          code: 'PAYLOAD_TOO_LARGE',
+          status: 413,
+        }),
+    ],
+    [
+      'a plain object',
+      () => ({ name: 'WebhookVerificationError', code: 'PAYLOAD_TOO_LARGE', message: 'Too big for this endpoint.' }),
+    ],
+  ])(
+    "a reader's error from another copy of core (%s) is answered with its code, never a rejection",
+    async (_name, make) => {
+      const { webhooks, errors } = setup();
+      const { headers } = signed();
+      const res = await webhooks.handle({
+        headers,
+        body: async () => {
+          throw make();
+        },
+      });
+      expect(res.status).toBe(413);
+      expect(json(res.body).error).toEqual({ code: 'PAYLOAD_TOO_LARGE', message: 'Too big for this endpoint.' });
+      expect(errors.map((e) => e.code)).toEqual(['PAYLOAD_TOO_LARGE']);
+    },
+  );
+
   it('passes request through to onError for rejected requests', async () => {
     const webhooks = new Webhooks({ secret: SECRET });
     const requests: unknown[] = [];
