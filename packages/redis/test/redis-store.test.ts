@@ -1,7 +1,7 @@
 /** RedisStore's own behaviour: options, keys and TTLs, tokens across instances, and a failing Redis. */
 import { DEFAULT_COMPLETED_TTL_MS, type IdempotencyStore, Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
-import IoRedis from 'ioredis';
+import { Redis as IoRedis } from 'ioredis';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../src/index.js';

@@ -1,6 +1,6 @@
 /** Every Redis client library and major version `RedisStore` is tested with. */
-import IoRedis5 from 'ioredis';
-import IoRedis6 from 'ioredis6';
+import { Redis as IoRedis5 } from 'ioredis';
+import { Redis as IoRedis6 } from 'ioredis6';
 import { createClient as createClient5 } from 'redis';
 import { createClient as createClient4 } from 'redis4';
 import { createClient as createClient6 } from 'redis6';
@@ -9,6 +9,8 @@ import type { RedisClientLike } from '../../src/index.js';
 /** A connected client and how to close it. */
 export interface TestClient {
   client: RedisClientLike;
+  /** Resolves once the client is connected and every command it queued before has run. */
+  ping(): Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -20,7 +22,7 @@ export interface ClientUnderTest {
 
 type NodeRedisFactory = typeof createClient4 | typeof createClient5 | typeof createClient6;
 
-function ioredis(name: string, Redis: typeof IoRedis5 | typeof IoRedis6): ClientUnderTest {
+function ioredis(name: string, Redis: typeof IoRedis5): ClientUnderTest {
   return {
     name,
     kind: 'ioredis',
@@ -31,6 +33,7 @@ function ioredis(name: string, Redis: typeof IoRedis5 | typeof IoRedis6): Client
       await client.ping();
       return {
         client,
+        ping: () => client.ping(),
         close: async () => {
           client.disconnect();
         },
@@ -52,6 +55,7 @@ function nodeRedis(name: string, createClient: NodeRedisFactory): ClientUnderTes
       const closable = client as unknown as { destroy?: () => void; disconnect?: () => Promise<void> };
       return {
         client: client as unknown as RedisClientLike,
+        ping: () => client.ping(),
         close: async () => {
           if (typeof closable.destroy === 'function') closable.destroy();
           else await closable.disconnect?.().catch(() => {});
@@ -63,7 +67,7 @@ function nodeRedis(name: string, createClient: NodeRedisFactory): ClientUnderTes
 
 export const CLIENTS: ClientUnderTest[] = [
   ioredis('ioredis@5', IoRedis5),
-  ioredis('ioredis@6', IoRedis6),
+  ioredis('ioredis@6', IoRedis6 as unknown as typeof IoRedis5),
   nodeRedis('redis@4', createClient4),
   nodeRedis('redis@5', createClient5),
   nodeRedis('redis@6', createClient6),
