@@ -1,0 +1,168 @@
+/**
+ * Fastify-specific behaviour: encapsulation (the app's other routes keep parsing JSON), prefix and
+ * default path, option errors, and what handlers receive. fastify.inject, plus one real listener.
+ */
+import { Webhooks, type WebhooksOptions } from '@pixhook/core';
+import { createTestEvent } from '@pixhook/core/testing';
+import pixhook from '@pixhook/fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpSend, streamOf } from './helpers/adapters.js';
+import { delivery, SECRET } from './helpers/deliveries.js';
+
+const apps: FastifyInstance[] = [];
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close()));
+});
+
+function hooks(options: Partial<WebhooksOptions> = {}) {
+  const webhooks = new Webhooks({ secret: SECRET, ...options });
+  const runs: { id: string; request: unknown }[] = [];
+  webhooks.onAny((event, context) => void runs.push({ id: event.id, request: context.request }));
+  return { webhooks, runs };
+}
+
+function app(): FastifyInstance {
+  const instance = Fastify();
+  apps.push(instance);
+  return instance;
+}
+
+/** Injects a delivery at `url`. */
+function post(instance: FastifyInstance, url: string, d = delivery()) {
+  return instance.inject({ method: 'POST', url, headers: d.headers, payload: d.body });
+}
+
+const errorCode = (body: string): unknown => (JSON.parse(body) as { error?: { code?: string } }).error?.code;
+
+describe('@pixhook/fastify', () => {
+  it('a sibling route in the same app still gets parsed JSON', async () => {
+    const { webhooks, runs } = hooks();
+    const fastify = app();
+    const bodies: unknown[] = [];
+    fastify.post('/api/items', async (request) => {
+      bodies.push(request.body);
+      return { type: typeof request.body, body: request.body };
+    });
+    await fastify.register(pixhook, { webhooks, path: '/webhooks' });
+    fastify.post('/api/after', async (request) => ({ type: typeof request.body }));
+    const items = await fastify.inject({ method: 'POST', url: '/api/items', payload: { name: 'x', n: 2 } });
+    expect(items.json()).toEqual({ type: 'object', body: { name: 'x', n: 2 } });
+    const after = await fastify.inject({ method: 'POST', url: '/api/after', payload: { a: 1 } });
+    expect(after.json()).toEqual({ type: 'object' });
+    expect((await post(fastify, '/webhooks')).statusCode).toBe(200);
+    expect(runs).toHaveLength(1);
+    expect(bodies).toEqual([{ name: 'x', n: 2 }]);
+  });
+
+  it('a sibling route with an unsupported content type still gets Fastify’s own 415', async () => {
+    const { webhooks } = hooks();
+    const fastify = app();
+    fastify.post('/api/items', async (request) => request.body);
+    await fastify.register(pixhook, { webhooks });
+    const res = await fastify.inject({
+      method: 'POST',
+      url: '/api/items',
+      headers: { 'content-type': 'application/x-unknown' },
+      payload: 'x',
+    });
+    expect(res.statusCode).toBe(415);
+  });
+
+  it('the webhook route accepts any content type: the signature decides', async () => {
+    const { webhooks, runs } = hooks();
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks });
+    for (const type of ['application/json', 'text/plain', 'application/x-unknown']) {
+      const d = delivery(undefined, { headers: { 'content-type': type } });
+      expect((await post(fastify, '/webhooks', d)).statusCode).toBe(200);
+    }
+    expect(runs).toHaveLength(3);
+  });
+
+  it("registered with { prefix: '/api' } → served at /api/webhooks", async () => {
+    const { webhooks, runs } = hooks();
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks, prefix: '/api' });
+    expect((await post(fastify, '/api/webhooks')).statusCode).toBe(200);
+    expect((await post(fastify, '/webhooks')).statusCode).toBe(404);
+    expect(runs).toHaveLength(1);
+  });
+
+  it('a custom path sits under the prefix', async () => {
+    const { webhooks, runs } = hooks();
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks, path: '/service/events', prefix: '/hooks' });
+    expect((await post(fastify, '/hooks/service/events')).statusCode).toBe(200);
+    expect((await post(fastify, '/webhooks')).statusCode).toBe(404);
+    expect(runs).toHaveLength(1);
+  });
+
+  it("the path defaults to '/webhooks'", async () => {
+    const { webhooks, runs } = hooks();
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks });
+    expect((await post(fastify, '/webhooks')).statusCode).toBe(200);
+    expect((await post(fastify, '/')).statusCode).toBe(404);
+    expect(runs).toHaveLength(1);
+  });
+
+  it('other methods on the route answer 405 with Allow: POST', async () => {
+    const { webhooks } = hooks();
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks });
+    const res = await fastify.inject({ method: 'GET', url: '/webhooks' });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('POST');
+    expect(errorCode(res.body)).toBe('METHOD_NOT_ALLOWED');
+  });
+
+  it.each([
+    ['no options', undefined, /needs a Webhooks instance/],
+    ['no webhooks', { path: '/webhooks' }, /needs a Webhooks instance/],
+    ['webhooks without handle()', { webhooks: {} }, /needs a Webhooks instance/],
+    ['a path without a leading slash', { webhooks: new Webhooks({ secret: SECRET }), path: 'webhooks' }, /path must/],
+  ])('registering with %s fails with a clear error', async (_name, options, message) => {
+    const fastify = app();
+    fastify.register(pixhook, options as never);
+    await expect(fastify.ready()).rejects.toThrow(message);
+  });
+
+  it('context.request is the Fastify request', async () => {
+    const { webhooks, runs } = hooks();
+    const fastify = app();
+    const seen: FastifyRequest[] = [];
+    fastify.addHook('onRequest', async (request) => {
+      seen.push(request);
+    });
+    await fastify.register(pixhook, { webhooks });
+    const event = createTestEvent('quota.warned');
+    await post(fastify, '/webhooks', delivery(event));
+    expect(runs.map((r) => r.id)).toEqual([event.id]);
+    expect(runs[0]?.request).toBe(seen[0]);
+    const request = runs[0]!.request as FastifyRequest;
+    expect(request.url).toBe('/webhooks');
+    expect(request.headers['x-service-event']).toBe('quota.warned');
+  });
+
+  it('over real HTTP: a valid delivery, a sibling JSON route and a chunked body over the limit', async () => {
+    const { webhooks, runs } = hooks({ maxBodyBytes: 64 * 1024 });
+    const fastify = app();
+    fastify.post('/api/echo', async (request) => ({ got: request.body }));
+    await fastify.register(pixhook, { webhooks });
+    await fastify.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = fastify.server.address() as { port: number };
+    expect((await httpSend(port, delivery())).status).toBe(200);
+    const echo = await httpSend(port, {
+      path: '/api/echo',
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":[1,2]}',
+    });
+    expect(echo.json).toEqual({ got: { a: [1, 2] } });
+    const big = await httpSend(port, { ...delivery(), body: streamOf(8 * 1024 * 1024) });
+    expect(big.status).toBe(413);
+    expect((big.json as { error: { code: string } }).error.code).toBe('PAYLOAD_TOO_LARGE');
+    expect((await httpSend(port, delivery())).status).toBe(200);
+    expect(runs).toHaveLength(2);
+  });
+});
