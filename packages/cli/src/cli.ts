@@ -44,7 +44,8 @@ try {
     process.exitCode = error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   } else {
     // Messages from pixhook and core never carry the secret.
-    process.stderr.write(`${pc.red('pixhook:')} ${(error as Error)?.message ?? String(error)}\n`);
+    const message = (error as Error)?.message ?? String(error);
+    process.stderr.write(`${pc.red('pixhook:')} ${message.replace(/^pixhook: /, '')}\n`);
     process.exitCode = EXIT.usage;
   }
 }

@@ -130,7 +130,11 @@ export function diagnoseSignature(input: DiagnoseInput): Diagnosis {
     });
     return diagnosis;
   }
-  diagnosis.causes.push(...unconfirmedBodyCauses(input.body), {
+  const bodyCauses = unconfirmedBodyCauses(input.body);
+  diagnosis.causes.push(...bodyCauses);
+  // An empty body explains everything; blaming the secret as well would send people the wrong way.
+  if (bodyCauses.some((cause) => cause.id === 'body-empty')) return diagnosis;
+  diagnosis.causes.push({
     id: 'wrong-secret',
     confirmed: false,
     text: 'The secret is not the signing secret of the endpoint that received this delivery (each endpoint has its own: copy it again from the dashboard, Keys → Webhooks), or the body was changed in a way that cannot be undone.',
