@@ -14,9 +14,9 @@ import { bundle } from './helpers/bundle.js';
 import { RUNTIME_MAX_BODY_BYTES, type RuntimeApp, representativeRows, runtimeClient } from './helpers/runtime-rows.js';
 
 const bun = findBun();
-if (!bun.path) console.warn(`[skip] Bun suite: ${bun.reason}`);
+if (bun.path === undefined) console.warn(`[skip] Bun suite: ${bun.reason}`);
 
-describe.skipIf(!bun.path)(`fetch handler under Bun ${bun.path ? bun.version : ''}`, () => {
+describe.skipIf(bun.path === undefined)(`fetch handler under Bun ${bun.path === undefined ? '' : bun.version}`, () => {
   let child: ChildProcess | undefined;
   let dir: string | undefined;
   let app: RuntimeApp;
