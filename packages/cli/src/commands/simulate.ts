@@ -87,6 +87,11 @@ export function registerSimulate(program: Command): void {
           )}\n`,
         );
       }
+      process.once('SIGINT', () => {
+        reporter?.stop();
+        process.stdout.write(`interrupted: the delivery was still pending (${pc.dim('no final state')})\n`);
+        process.exit(130);
+      });
       const result = await simulateDelivery({
         url,
         secret,
