@@ -67,7 +67,8 @@ const rows = reference.map(({ label, expected }, i) => {
   return [String(i + 1), label, answer(expected), ...cells, handlers(reference[i].actual.ran)];
 });
 
-console.log(`pixhook demo: ${reference.length} requests to ${frameworks.join(', ')} receivers on 127.0.0.1\n`);
+console.log(`pixhook demo: ${reference.length} requests to ${frameworks.join(', ')} receivers on 127.0.0.1`);
+console.log('✓ = the status, the error code and the handlers that ran are what the contract says\n');
 printTable(['#', 'request', 'contract says', ...frameworks, `handlers run (${frameworks[0]})`], rows);
 console.log('');
 if (problems.length) {
