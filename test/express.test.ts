@@ -61,7 +61,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
     app.use(
       express.json({
         verify: (req, _res, buf) => {
-          (req as Request & { rawBody?: Buffer }).rawBody = buf;
+          (req as unknown as { rawBody: Buffer }).rawBody = buf;
         },
       }),
     );
@@ -85,7 +85,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
     app.use(
       express.json({
         verify: (req, _res, buf) => {
-          (req as Request & { rawBody?: Buffer }).rawBody = buf;
+          (req as unknown as { rawBody: Buffer }).rawBody = buf;
         },
       }),
     );
