@@ -119,6 +119,9 @@ async function pack(pkg: WorkspacePackage, destination: string): Promise<{ tarba
   const [command, prefix] = pnpmCommand();
   const result = await run(command, [...prefix, 'pack', '--json', '--pack-destination', destination], {
     cwd: pkg.dir,
+  }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error;
+    throw new Error('pnpm is not on PATH: run the tests with `pnpm test` (or `npx -y pnpm@10 test`).');
   });
   if (result.code !== 0) throw new Error(`pnpm pack failed in ${pkg.dir}:\n${result.stderr}${result.stdout}`);
   const report = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as {
