@@ -97,6 +97,17 @@ describe.each(VERSIONS)('$name', ({ express }) => {
     expect(runs).toEqual([]);
   });
 
+  it('express.json() mounted before but skipping the content type leaves the stream to pixhook → 200', async () => {
+    const { webhooks, runs } = hooks();
+    const app = express();
+    app.use(express.json());
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    const client = await serve(app);
+    const res = await client.send(delivery(undefined, { headers: { 'content-type': 'text/plain' } }));
+    expect(res.status).toBe(200);
+    expect(runs).toHaveLength(1);
+  });
+
   it("express.raw({ type: '*/*' }) mounted before → 200 from the Buffer in req.body", async () => {
     const { webhooks, runs } = hooks();
     const app = express();

@@ -128,6 +128,26 @@ describe('@pixhook/fastify', () => {
     await expect(fastify.ready()).rejects.toThrow(message);
   });
 
+  it("maxBodyBytes governs, not Fastify's own 1 MiB bodyLimit", async () => {
+    const { webhooks, runs } = hooks({ maxBodyBytes: 4 * 1024 * 1024 });
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks });
+    const big = delivery(createTestEvent('image.created', { blob: 'x'.repeat(2 * 1024 * 1024) }));
+    const res = await post(fastify, '/webhooks', big);
+    expect(res.statusCode).toBe(200);
+    expect(runs).toHaveLength(1);
+    const small = hooks({ maxBodyBytes: 1024 });
+    const strict = app();
+    await strict.register(pixhook, { webhooks: small.webhooks });
+    const tooBig = await post(
+      strict,
+      '/webhooks',
+      delivery(createTestEvent('image.created', { blob: 'x'.repeat(2048) })),
+    );
+    expect(tooBig.statusCode).toBe(413);
+    expect(errorCode(tooBig.body)).toBe('PAYLOAD_TOO_LARGE');
+  });
+
   it('context.request is the Fastify request', async () => {
     const { webhooks, runs } = hooks();
     const fastify = app();
