@@ -116,6 +116,17 @@ describe('webhooks.verify()', () => {
     expect(error.toJSON()).toEqual({ error: { code, message: error.message } });
   });
 
+  it('a repeated X-Service-Signature cannot smuggle a second signature: two t → MALFORMED_SIGNATURE', () => {
+    const { body, headers } = signed();
+    const good = headers['x-service-signature'] as string;
+    const forged = sign('whsec_attacker', body, NOW);
+    const asArray = { ...headers, 'x-service-signature': [forged, good] };
+    expect(rejection(() => webhooks().verify(body, asArray)).code).toBe('MALFORMED_SIGNATURE');
+    const appended = new Headers(headers as Record<string, string>);
+    appended.append('x-service-signature', forged);
+    expect(rejection(() => webhooks().verify(body, appended)).code).toBe('MALFORMED_SIGNATURE');
+  });
+
   it('never shows the secret or the expected signature in an error', () => {
     const { body, headers } = signed({ secret: 'whsec_other' });
     const expected = sign(SECRET, body, NOW).split('v1=')[1] as string;
