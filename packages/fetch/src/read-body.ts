@@ -8,7 +8,8 @@ const EMPTY = new Uint8Array(0);
  */
 export function requestBodyReader(request: Request): BodyReader {
   return async (limit) => {
-    if (request.bodyUsed) {
+    // A locked stream has a reader elsewhere: reading on would get part of the body at best.
+    if (request.bodyUsed || request.body?.locked === true) {
       throw new WebhookVerificationError(
         'RAW_BODY_UNAVAILABLE',
         'The request body was already read before pixhook (request.json(), request.text() or a body-parsing middleware), so the signature cannot be checked. Pass the untouched Request to the handler, or hand it request.clone() before reading the body yourself.',

@@ -116,6 +116,18 @@ describe('createFetchHandler', () => {
     expect(contexts).toHaveLength(0);
   });
 
+  it('a body stream locked by another reader → 500 RAW_BODY_UNAVAILABLE', async () => {
+    const { handler } = setup();
+    const { body, headers } = delivery();
+    const request = post(body, headers);
+    request.body?.getReader();
+    const response = await fromResponse(await handler(request));
+    expect([response.status, (response.json as { error: { code: string } }).error.code]).toEqual([
+      500,
+      'RAW_BODY_UNAVAILABLE',
+    ]);
+  });
+
   it('a clone taken before reading the original verifies', async () => {
     const { handler } = setup();
     const { body, headers } = delivery();
