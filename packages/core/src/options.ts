@@ -72,14 +72,14 @@ export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
     assertSecret(secret, Array.isArray(options.secret) ? `secret[${i}]` : 'secret');
   }
 
-  const tolerance = options.tolerance ?? 300;
+  const tolerance = options.tolerance === undefined ? 300 : options.tolerance;
   if (tolerance !== false && (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance <= 0)) {
     throw new TypeError(
       `pixhook: tolerance must be a positive number of seconds, or false to turn the check off; got ${String(tolerance)}.`,
     );
   }
 
-  const maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
+  const maxBodyBytes = options.maxBodyBytes === undefined ? 1_048_576 : options.maxBodyBytes;
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
     throw new TypeError(`pixhook: maxBodyBytes must be a positive whole number of bytes; got ${String(maxBodyBytes)}.`);
   }
@@ -91,7 +91,7 @@ export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
     );
   }
 
-  const now = options.now ?? Date.now;
+  const now = options.now === undefined ? Date.now : options.now;
   if (typeof now !== 'function') throw new TypeError('pixhook: now must be a function returning milliseconds.');
 
   return { secrets: list as string[], tolerance, maxBodyBytes, store, now };

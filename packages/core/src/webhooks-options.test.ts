@@ -56,6 +56,9 @@ describe('new Webhooks(options) validation', () => {
     ['a store missing release', { secret: SECRET, store: { claim() {}, complete() {} } }, /store must implement/],
     ['store true', { secret: SECRET, store: true }, /store must implement/],
     ['store null', { secret: SECRET, store: null }, /store must implement/],
+    ['tolerance null', { secret: SECRET, tolerance: null }, /tolerance must be a positive number/],
+    ['maxBodyBytes null', { secret: SECRET, maxBodyBytes: null }, /maxBodyBytes/],
+    ['now null', { secret: SECRET, now: null }, /now must be a function/],
     ['now not a function', { secret: SECRET, now: 5 }, /now must be a function/],
   ])('%s → TypeError', (_name, options, message) => {
     const error = buildError(options);
