@@ -12,6 +12,25 @@ export interface ParsedSignatureHeader {
 
 const DIGITS = /^[0-9]+$/;
 
+/**
+ * The form the service sends, `t=<digits>,v1=<64 characters>`, read without splitting or regexes
+ * (a quarter of the general parser's cost); undefined for every other form, which the general
+ * parser then reads. The v1 text is checked as hex when it is compared.
+ */
+function parseCanonical(header: string): ParsedSignatureHeader | undefined {
+  const comma = header.indexOf(',');
+  if (comma < 3 || header.length !== comma + 68 || !header.startsWith('t=') || !header.startsWith('v1=', comma + 1)) {
+    return undefined;
+  }
+  if (header.indexOf(',', comma + 4) !== -1) return undefined;
+  for (let i = 2; i < comma; i++) {
+    const code = header.charCodeAt(i);
+    if (code < 48 || code > 57) return undefined;
+  }
+  const t = header.slice(2, comma);
+  return { t, timestamp: Number(t), v1: [header.slice(comma + 4)] };
+}
+
 function malformed(detail: string): WebhookVerificationError {
   return new WebhookVerificationError(
     'MALFORMED_SIGNATURE',
@@ -34,6 +53,8 @@ export function parseSignatureHeader(header: string | undefined): ParsedSignatur
       'The X-Service-Signature header is missing: only signed deliveries from the service are accepted.',
     );
   }
+  const canonical = parseCanonical(header);
+  if (canonical) return canonical;
   let t: string | undefined;
   const v1: string[] = [];
   for (const rawPart of header.split(',')) {
