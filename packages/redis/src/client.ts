@@ -1,4 +1,4 @@
-/** The part of an `ioredis` client (`Redis`, or `Cluster`) that `RedisStore` uses. */
+/** The part of an `ioredis` client (`new Redis()`) that `RedisStore` uses. */
 export interface IoRedisClientLike {
   readonly status: string;
   call(command: string, ...args: string[]): Promise<unknown>;
@@ -30,10 +30,21 @@ function describe(value: unknown): string {
  * ioredis also has a `sendCommand`, but one that takes its own `Command` objects, so `call` decides.
  */
 export function commandSender(client: unknown): { kind: ClientKind; send: SendCommand } {
-  const candidate = client as Partial<IoRedisClientLike & NodeRedisClientLike> | null;
+  const candidate =
+    typeof client === 'object' && client !== null ? (client as Partial<IoRedisClientLike & NodeRedisClientLike>) : null;
   if (candidate && typeof candidate.call === 'function' && typeof candidate.status === 'string') {
     const io = candidate as IoRedisClientLike;
     return { kind: 'ioredis', send: ([command, ...args]) => io.call(command as string, ...args) };
+  }
+  if (
+    candidate &&
+    'masters' in candidate &&
+    typeof (candidate as { getSlotMaster?: unknown }).getSlotMaster === 'function'
+  ) {
+    // Its sendCommand takes (firstKey, isReadonly, args): ours would be misrouted.
+    throw new TypeError(
+      'RedisStore: node-redis cluster clients (createCluster) are not supported; pass a client from createClient(), or an ioredis client.',
+    );
   }
   if (candidate && typeof candidate.sendCommand === 'function' && typeof candidate.isOpen === 'boolean') {
     const node = candidate as NodeRedisClientLike;

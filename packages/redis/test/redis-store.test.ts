@@ -2,7 +2,7 @@
 import { DEFAULT_COMPLETED_TTL_MS, type IdempotencyStore, Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { Redis as IoRedis } from 'ioredis';
-import { createClient } from 'redis';
+import { createClient, createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../src/index.js';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
@@ -52,6 +52,11 @@ describe('new RedisStore(client, options)', () => {
     ['an object with a get method only', { get: async () => null }],
   ])('refuses %s as the client', (_name, client) => {
     expect(() => new RedisStore(client as never)).toThrow(/ioredis client .* or a node-redis client/);
+  });
+
+  it('refuses a node-redis cluster client, whose sendCommand takes other arguments', () => {
+    const cluster = createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:6379' }] });
+    expect(() => new RedisStore(cluster as never)).toThrow(/cluster clients \(createCluster\) are not supported/);
   });
 
   it.each([
