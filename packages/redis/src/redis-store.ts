@@ -34,7 +34,10 @@ const CLAIM_RESULTS: ReadonlySet<string> = new Set<ClaimResult>(['claimed', 'in-
  * const webhooks = new Webhooks({ secret, store: new RedisStore(redis) })
  */
 export class RedisStore implements IdempotencyStore {
-  /** Which library the client passed in comes from. */
+  /**
+   * Which library the client passed in comes from, as detected when the store was built.
+   * @example new RedisStore(new Redis()).clientKind // 'ioredis'
+   */
   readonly clientKind: ClientKind;
   readonly #send: SendCommand;
   readonly #options: ResolvedRedisStoreOptions;
@@ -51,6 +54,7 @@ export class RedisStore implements IdempotencyStore {
     this.#options = resolveOptions(options);
   }
 
+  /** Claims `eventId` atomically for this instance: `'claimed'` means run the handlers. */
   async claim(eventId: string): Promise<ClaimResult> {
     const key = this.#key(eventId);
     const token = randomUUID();
@@ -71,6 +75,7 @@ export class RedisStore implements IdempotencyStore {
     return reply as ClaimResult;
   }
 
+  /** Marks `eventId` processed for `completedTtlMs`; rejects if another delivery holds its claim now. */
   async complete(eventId: string): Promise<void> {
     const key = this.#key(eventId);
     const token = this.#tokens.get(eventId) ?? NO_TOKEN;
@@ -92,6 +97,7 @@ export class RedisStore implements IdempotencyStore {
     }
   }
 
+  /** Drops this instance's claim on `eventId` (a handler failed), never another instance's. */
   async release(eventId: string): Promise<void> {
     const token = this.#tokens.get(eventId);
     this.#tokens.delete(eventId);
@@ -100,7 +106,10 @@ export class RedisStore implements IdempotencyStore {
     await this.#run('release', eventId, ['EVAL', RELEASE, '1', this.#key(eventId), token]);
   }
 
-  /** Completions waiting to be written to Redis after a failure, for monitoring. */
+  /**
+   * Completions that Redis did not take and that the store is still retrying, for monitoring.
+   * @example metrics.gauge('pixhook.redis.pending_completions', store.pendingCompletions)
+   */
   get pendingCompletions(): number {
     return this.#unwritten.size;
   }

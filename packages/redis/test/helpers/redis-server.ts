@@ -35,7 +35,7 @@ if (redisUnavailable) {
 }
 
 /** `describe`, or `describe.skip` when no redis-server can run here (never under CI: that throws). */
-export const describeWithRedis = redisUnavailable ? describe.skip : describe;
+export const describeWithRedis = (redisUnavailable ? describe.skip : describe) as typeof describe;
 
 /** A redis-server process the test controls. */
 export interface RedisServer {
