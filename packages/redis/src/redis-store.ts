@@ -43,7 +43,7 @@ export class RedisStore implements IdempotencyStore {
   readonly #options: ResolvedRedisStoreOptions;
   /** The token of each claim this instance holds; the core interface carries ids only. */
   readonly #tokens = new Map<string, string>();
-  /** Completions Redis did not take: retried until they land or the claim would have expired. */
+  /** Completions Redis did not take: retried until they land, for up to completedTtlMs. */
   readonly #unwritten = new Map<string, { key: string; token: string; until: number }>();
   #retryTimer: NodeJS.Timeout | undefined;
 
@@ -85,8 +85,8 @@ export class RedisStore implements IdempotencyStore {
       reply = await this.#writeCompletion(eventId, key, token);
     } catch (error) {
       // The handlers succeeded, so the answer is 200 and the service will not retry; but a duplicate
-      // delivery may still come. Our claim keeps other instances out for inFlightTtlMs: keep trying
-      // to record the completion until then, so the event does not run twice once Redis is back.
+      // delivery may still come. Keep trying to record the completion, so that once Redis is back
+      // the event does not run twice. Late is still right: the script never overwrites a newer claim.
       this.#retryLater(eventId, key, token);
       throw error;
     }
@@ -121,7 +121,7 @@ export class RedisStore implements IdempotencyStore {
 
   #retryLater(eventId: string, key: string, token: string): void {
     if (this.#unwritten.size >= MAX_UNWRITTEN) return;
-    this.#unwritten.set(eventId, { key, token, until: Date.now() + this.#options.inFlightTtlMs });
+    this.#unwritten.set(eventId, { key, token, until: Date.now() + this.#options.completedTtlMs });
     if (this.#retryTimer) return;
     // unref: pending retries must not keep a process alive that is otherwise done.
     this.#retryTimer = setTimeout(() => void this.#retryCompletions(), RETRY_INTERVAL_MS).unref();
