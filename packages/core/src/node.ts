@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import getRawBody from 'raw-body';
-import { payloadTooLarge, WebhookVerificationError } from './errors.js';
+import { WebhookVerificationError } from './errors.js';
 import type { BodyReader } from './pipeline.js';
+import { readStream } from './read-stream.js';
 
 /**
  * A `BodyReader` for a Node request, shared by the Express and Koa adapters. It uses a raw copy of
@@ -32,12 +32,7 @@ export function nodeBodyReader(
         `A body parser consumed the request before pixhook and kept no raw copy, so the signature cannot be checked. ${hint}`,
       );
     }
-    try {
-      return await getRawBody(req, { limit, length: req.headers?.['content-length'] });
-    } catch (error) {
-      if ((error as { type?: unknown }).type === 'entity.too.large') throw payloadTooLarge(limit);
-      throw error;
-    }
+    return readStream(req, limit, req.headers?.['content-length']);
   };
 }
 
