@@ -1,0 +1,40 @@
+// What the figures were measured on.
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { pinning } from './pin.mjs';
+
+function version(pkg) {
+  try {
+    const file = new URL(`../node_modules/${pkg}/package.json`, import.meta.url);
+    return JSON.parse(readFileSync(file, 'utf8')).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function machine() {
+  const cpus = os.cpus();
+  return {
+    date: new Date().toISOString(),
+    node: process.version,
+    v8: process.versions.v8,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    cpu: cpus[0]?.model?.trim() ?? 'unknown',
+    cores: os.availableParallelism(),
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    loadAverage: os.loadavg().map((l) => Number(l.toFixed(2))),
+    pinning: pinning.note,
+    versions: Object.fromEntries(
+      [
+        'stripe',
+        '@octokit/webhooks',
+        '@octokit/webhooks-methods',
+        'standardwebhooks',
+        'autocannon',
+        'express',
+        'fastify',
+        'koa',
+      ].map((name) => [name, version(name)]),
+    ),
+  };
+}

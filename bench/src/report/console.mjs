@@ -1,0 +1,15 @@
+// Prints the results as plain tables.
+import { textTable } from './format.mjs';
+import { comparisonTable, httpTable, memoryTable, targetTable, verifyTables } from './sections.mjs';
+
+export function printResults(results, targetList) {
+  const out = (title, t) => console.log(`\n${title}\n${textTable(t.head, t.rows)}`);
+  if (results.verify) for (const t of verifyTables(results.verify)) out(`Verification, ${t.title}`, t);
+  if (results.http) {
+    out('HTTP, 1 KiB deliveries, 32 connections', httpTable(results.http));
+    out('HTTP comparisons (ratios per round, median and min–max)', comparisonTable(results.http));
+    if (results.http.redis.skipped) console.log(`\nnote: ${results.http.redis.skipped}`);
+  }
+  if (results.memory) out('Memory, 1 MiB deliveries all in flight at once', memoryTable(results.memory));
+  out('Targets', targetTable(targetList));
+}

@@ -1,0 +1,86 @@
+// The result tables, as rows shared by the console and the Markdown report.
+import { int, intSpread, mark, mib, ns, ratio } from './format.mjs';
+
+const KIND = { ascii: 'ASCII', utf8: 'UTF-8' };
+
+/** One table per body size: each candidate's time per call and its ratio to floor + parse. */
+export function verifyTables(verify) {
+  const sizes = [...new Set(verify.rows.map((r) => r.size))];
+  return sizes.map((size) => {
+    const rows = verify.rows.filter((r) => r.size === size);
+    const head = ['candidate'];
+    for (const r of rows) head.push(`${KIND[r.kind]}: time per call`, `${KIND[r.kind]}: ÷ floor + parse`);
+    const body = verify.candidates.map(({ id, label }) => {
+      const cells = [label];
+      for (const r of rows)
+        cells.push(`${ns(r.time[id].median)} (${ns(r.time[id].min)}–${ns(r.time[id].max)})`, ratio(r.vsFloorParse[id]));
+      return cells;
+    });
+    const stripe = ['Stripe ÷ pixhook (speed-up)'];
+    for (const r of rows) stripe.push('', ratio(r.stripeSpeedup));
+    body.push(stripe);
+    return { title: `${size} bodies`, head, rows: body };
+  });
+}
+
+export function httpTable(http) {
+  return {
+    head: ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU per request', '÷ bare', 'requests', 'errors', 'non-2xx'],
+    rows: http.rows.map((r) => [
+      `${r.framework} ${r.variant}`,
+      intSpread(r.rps),
+      r.p50.median.toFixed(1),
+      r.p99.median.toFixed(1),
+      `${r.cpuPerRequest.median.toFixed(1)} µs`,
+      ratio(r.vsBare),
+      int(r.requests),
+      int(r.errors),
+      int(r.non2xx),
+    ]),
+  };
+}
+
+export function comparisonTable(http) {
+  return {
+    head: ['comparison', 'req/s ratio', 'capacity ratio (server CPU)', 'target', 'result'],
+    rows: http.comparisons.map((c) => [
+      c.label,
+      ratio(c.ratio),
+      c.capacity ? ratio(c.capacity) : '—',
+      `≥ ${c.target}×`,
+      mark(c.holds),
+    ]),
+  };
+}
+
+export function memoryTable(memory) {
+  return {
+    head: [
+      'adapter',
+      'deliveries in flight',
+      'peak RSS growth per delivery',
+      'peak Buffer memory per delivery',
+      'Buffers kept while handlers run',
+      'heap kept while handlers run',
+      '≤ 4 MiB',
+      'body held once',
+    ],
+    rows: memory.rows.map((r) => [
+      r.framework,
+      r.count,
+      mib(r.rssGrowthPerDelivery),
+      mib(r.peakBuffersPerDelivery),
+      mib(Math.max(0, r.heldBuffersPerDelivery)),
+      mib(r.heldHeapPerDelivery),
+      mark(r.holds),
+      r.bodyHeldOnce ? '✅ yes' : '❌ no',
+    ]),
+  };
+}
+
+export function targetTable(list) {
+  return {
+    head: ['target', 'this run (median, min–max)', 'result'],
+    rows: list.map((t) => [t.target, t.worst, mark(t.holds)]),
+  };
+}

@@ -1,0 +1,41 @@
+// Every target of the issue, with whether this run meets it.
+import { mib, ratio } from './format.mjs';
+
+export function targets(results) {
+  const list = [];
+  if (results.verify) {
+    const rows = results.verify.rows;
+    const worst = (pick) => rows.reduce((a, b) => (pick(b) > pick(a) ? b : a));
+    const slowest = worst((r) => r.vsFloorParse.pixhook.median);
+    list.push({
+      target: 'verify ≤ 1.10× floor + parse, every size and body kind',
+      holds: rows.every((r) => r.targets.overFloorParse),
+      worst: `${ratio(slowest.vsFloorParse.pixhook)} at ${slowest.size} ${slowest.kind}`,
+    });
+    const least = worst((r) => -r.stripeSpeedup.median);
+    list.push({
+      target: 'verify ≥ 1.35× as fast as Stripe constructEvent, every size',
+      holds: rows.every((r) => r.targets.stripeSpeedup),
+      worst: `${ratio(least.stripeSpeedup)} at ${least.size} ${least.kind}`,
+    });
+  }
+  if (results.http) {
+    for (const c of results.http.comparisons) {
+      list.push({ target: `${c.label} ≥ ${c.target}×`, holds: c.holds, worst: ratio(c.ratio) });
+    }
+  }
+  if (results.memory) {
+    const worst = results.memory.rows.reduce((a, b) => (b.rssGrowthPerDelivery > a.rssGrowthPerDelivery ? b : a));
+    list.push({
+      target: 'peak RSS growth ≤ 4 MiB per in-flight 1 MiB delivery',
+      holds: results.memory.rows.every((r) => r.holds),
+      worst: `${mib(worst.rssGrowthPerDelivery)} (${worst.framework})`,
+    });
+    list.push({
+      target: 'the body is held once (no second full copy, none kept while handlers run)',
+      holds: results.memory.rows.every((r) => r.bodyHeldOnce),
+      worst: results.memory.rows.map((r) => `${r.framework} ${mib(r.peakBuffersPerDelivery)}`).join(', '),
+    });
+  }
+  return list;
+}
