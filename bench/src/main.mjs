@@ -16,7 +16,7 @@ import { runVerify } from './verify/scenario.mjs';
 const SETTINGS = {
   full: {
     verify: { rounds: 7, minCpuTimeMs: 60, warmCpuTimeMs: 60 },
-    http: { rounds: 5, seconds: 2, warmSeconds: 2, connections: 32 },
+    http: { rounds: 4, seconds: 2, warmSeconds: 1.5, connections: 32 },
     memory: { rounds: 3, count: 64 },
   },
   smoke: {

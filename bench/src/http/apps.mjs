@@ -1,7 +1,7 @@
 // One HTTP server per (framework, variant), each with its webhook route at /webhooks:
 // - bare: a route that reads nothing and answers 200 (the framework's ceiling);
 // - baseline: the framework's raw-body parser and the hand-written verification;
-// - pixhook: the pixhook adapter, mounted as its README says (store: memory or redis);
+// - pixhook: the pixhook adapter, mounted as its README says (store: memory, redis, or none);
 // - octokit: @octokit/webhooks' createNodeMiddleware (Express only), with GitHub's signatures.
 import http from 'node:http';
 import { createNodeMiddleware, Webhooks as OctokitWebhooks } from '@octokit/webhooks';
@@ -14,7 +14,7 @@ import Fastify from 'fastify';
 import Koa from 'koa';
 import getRawBody from 'raw-body';
 import { SECRET } from '../payloads.mjs';
-import { handWritten, handWrittenHandler } from './baseline.mjs';
+import { handledCount, handWritten, handWrittenHandler } from './baseline.mjs';
 
 const PATH = '/webhooks';
 const OK = '{"received":true}';
@@ -25,7 +25,7 @@ const LIMIT = 1024 * 1024;
  * store is used on every delivery. `handler` replaces the default counter (the memory scenario).
  */
 export async function createWebhooks({ store = 'memory', redisPort, handler } = {}) {
-  let idempotency = new MemoryStore();
+  let idempotency = store === 'none' ? false : new MemoryStore();
   let close = async () => {};
   if (store === 'redis') {
     const [{ RedisStore }, { Redis }] = await Promise.all([import('@pixhook/redis'), import('ioredis')]);
@@ -125,6 +125,8 @@ export const VARIANTS = {
  */
 export async function startServer({ framework, variant, ...storeOptions }) {
   const pixhook = variant === 'pixhook' ? await createWebhooks(storeOptions) : undefined;
+  // Events the handlers ran: every 2xx answer of a verifying server must have run one.
+  const handled = pixhook ? pixhook.handled : handledCount;
   let server;
   if (framework === 'fastify') {
     const app = Fastify({ logger: false, bodyLimit: LIMIT });
@@ -135,7 +137,7 @@ export async function startServer({ framework, variant, ...storeOptions }) {
       await app.close();
       await pixhook?.close();
     };
-    return { port: server.address().port, close };
+    return { port: server.address().port, close, handled };
   }
   let listener;
   if (framework === 'express') {
@@ -156,5 +158,5 @@ export async function startServer({ framework, variant, ...storeOptions }) {
     await new Promise((resolve) => server.close(resolve));
     await pixhook?.close();
   };
-  return { port: server.address().port, close };
+  return { port: server.address().port, close, handled };
 }

@@ -32,3 +32,8 @@ export function handWritten(rawBody, headers) {
   handlers[event.type]?.(event);
   return 200;
 }
+
+/** How many events the hand-written handler (and Octokit's, which shares it) has run. */
+export function handledCount() {
+  return handled;
+}

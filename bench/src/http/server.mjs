@@ -10,7 +10,7 @@ try {
     if (cmd === 'cpu') {
       // CPU time of this server process in µs: its cost per request, whatever else the machine runs.
       const { user, system } = process.cpuUsage();
-      return { cpu: user + system };
+      return { cpu: user + system, handled: server.handled() };
     }
     if (cmd === 'close') {
       await server.close();

@@ -47,8 +47,8 @@ export function comparisonTable(http) {
       c.label,
       ratio(c.ratio),
       c.capacity ? ratio(c.capacity) : '—',
-      `≥ ${c.target}×`,
-      mark(c.holds),
+      c.target === undefined ? '(no target)' : `≥ ${c.target}×`,
+      c.target === undefined ? '—' : mark(c.holds),
     ]),
   };
 }

@@ -10,18 +10,18 @@ export function targets(results) {
     list.push({
       target: 'verify ≤ 1.10× floor + parse, every size and body kind',
       holds: rows.every((r) => r.targets.overFloorParse),
-      worst: `${ratio(slowest.vsFloorParse.pixhook)} at ${slowest.size} ${slowest.kind}`,
+      worst: `${ratio(slowest.vsFloorParse.pixhook, 3)} at ${slowest.size} ${slowest.kind}`,
     });
     const least = worst((r) => -r.stripeSpeedup.median);
     list.push({
       target: 'verify ≥ 1.35× as fast as Stripe constructEvent, every size',
       holds: rows.every((r) => r.targets.stripeSpeedup),
-      worst: `${ratio(least.stripeSpeedup)} at ${least.size} ${least.kind}`,
+      worst: `${ratio(least.stripeSpeedup, 3)} at ${least.size} ${least.kind}`,
     });
   }
   if (results.http) {
-    for (const c of results.http.comparisons) {
-      list.push({ target: `${c.label} ≥ ${c.target}×`, holds: c.holds, worst: ratio(c.ratio) });
+    for (const c of results.http.comparisons.filter((c) => c.target !== undefined)) {
+      list.push({ target: `${c.label} ≥ ${c.target}×`, holds: c.holds, worst: ratio(c.ratio, 3) });
     }
   }
   if (results.memory) {
