@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { type IdempotencyStore, MemoryStore, Webhooks, type WebhooksOptions } from './index.js';
 
@@ -84,6 +85,20 @@ describe('new Webhooks(options) validation', () => {
   it('exposes maxBodyBytes, 1 MiB by default', () => {
     expect(new Webhooks({ secret: SECRET }).maxBodyBytes).toBe(1_048_576);
     expect(new Webhooks({ secret: SECRET, maxBodyBytes: 2048 }).maxBodyBytes).toBe(2048);
+  });
+
+  it('never shows a secret when the instance is logged, inspected or serialised', () => {
+    const webhooks = new Webhooks({ secret: [SECRET, 'whsec_rotated_out_42'], tolerance: 60 });
+    const shown = [
+      inspect(webhooks, { depth: 5, showHidden: false }),
+      JSON.stringify(webhooks),
+      Object.keys(webhooks).join(),
+    ];
+    for (const text of shown) {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain('whsec_rotated_out_42');
+    }
+    expect(shown[0]).toBe('Webhooks { secrets: 2 (hidden), tolerance: 60, maxBodyBytes: 1048576, store: MemoryStore }');
   });
 
   it('never puts a secret in an error message', () => {

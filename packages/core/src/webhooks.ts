@@ -55,14 +55,22 @@ const KNOWN = new Set<string>(EVENT_TYPES);
  * app.post('/webhooks', webhookMiddleware(webhooks))
  */
 export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = unknown> {
-  /** @internal Validated options. */
-  readonly options: ResolvedOptions;
+  /** @internal Validated options (not enumerable: they hold the secrets). */
+  declare readonly options: ResolvedOptions;
   readonly #byType = new Map<string, AnyHandler[]>();
   readonly #any: AnyHandler[] = [];
   readonly #errorHandlers: ErrorHandler<TRequest>[] = [];
 
   constructor(options: WebhooksOptions) {
-    this.options = resolveOptions(options);
+    // Non-enumerable so that logging, inspecting or serialising the instance never shows a secret.
+    Object.defineProperty(this, 'options', { value: resolveOptions(options), enumerable: false });
+  }
+
+  /** What `console.log(webhooks)` shows: the settings, never the secrets. */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    const { secrets, tolerance, maxBodyBytes, store } = this.options;
+    const storeName = store === false ? 'false' : (store.constructor?.name ?? 'custom');
+    return `Webhooks { secrets: ${secrets.length} (hidden), tolerance: ${tolerance}, maxBodyBytes: ${maxBodyBytes}, store: ${storeName} }`;
   }
 
   /** Largest body accepted, in bytes (the `maxBodyBytes` option). */
