@@ -60,6 +60,7 @@ const ATTW_IGNORED_RULES: Record<string, string[]> = {};
 interface ModuleReport {
   resolved?: string;
   kind?: string;
+  selfDefault?: boolean;
   name?: string;
   defaultName?: string;
   exports?: Record<string, string>;
@@ -180,6 +181,7 @@ describe.each(packages)('$name', (pkg) => {
         // A module with only a default export: require() must give that value itself.
         expect(fromCjs.kind).toBe(esmExports.default);
         expect(fromCjs.name).toBe(fromEsm.defaultName);
+        if (fromCjs.kind === 'function') expect(fromCjs.selfDefault).toBe(true);
       } else {
         expect(Object.keys(esmExports).length).toBeGreaterThan(0);
         expect(cjsExports).toEqual(esmExports);

@@ -6,7 +6,13 @@ const describe = (value) => Object.fromEntries(Object.keys(value).map((key) => [
 function load(specifier) {
   const value = require(specifier);
   if (specifier.endsWith('/package.json')) return { kind: 'json', name: value.name, exports: {} };
-  return { kind: typeof value, exports: describe(value), name: typeof value === 'function' ? value.name : undefined };
+  return {
+    kind: typeof value,
+    exports: describe(value),
+    name: typeof value === 'function' ? value.name : undefined,
+    // Code compiled from `import x from` without esModuleInterop reads `.default`.
+    selfDefault: typeof value === 'function' && value.default === value,
+  };
 }
 
 async function smoke() {

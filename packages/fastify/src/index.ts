@@ -57,5 +57,8 @@ async function pixhook(fastify: FastifyInstance, options: PixhookFastifyOptions)
 }
 
 Object.defineProperty(pixhook, Symbol.for('fastify.display-name'), { value: '@pixhook/fastify' });
+// The CommonJS build exports the function itself; `.default` also serves code compiled from
+// `import pixhook from '@pixhook/fastify'` without esModuleInterop, as Fastify's own plugins do.
+Object.defineProperty(pixhook, 'default', { value: pixhook });
 
 export default pixhook;
