@@ -23,14 +23,19 @@ export function verifyTables(verify) {
   });
 }
 
+// autocannon counts latency in whole milliseconds.
+function latency(ms) {
+  return ms < 1 ? '< 1' : ms.toFixed(1);
+}
+
 export function httpTable(http) {
   return {
     head: ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU per request', '÷ bare', 'requests', 'errors', 'non-2xx'],
     rows: http.rows.map((r) => [
       `${r.framework} ${r.variant}`,
       intSpread(r.rps),
-      r.p50.median.toFixed(1),
-      r.p99.median.toFixed(1),
+      latency(r.p50.median),
+      latency(r.p99.median),
       `${r.cpuPerRequest.median.toFixed(1)} µs`,
       ratio(r.vsBare),
       int(r.requests),
