@@ -21,9 +21,18 @@ export function formatRatio(s, digits = 2) {
   return `${s.median.toFixed(digits)}× (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
 }
 
-/** Rotates a list by `k`, so each round visits the scenarios in a different order. */
+/** Rotates a list by `k`. */
 export function rotate(list, k) {
   const n = list.length;
   const shift = ((k % n) + n) % n;
   return [...list.slice(shift), ...list.slice(0, shift)];
+}
+
+/**
+ * The order in which round `k` visits the scenarios: rotated by `k`, and reversed every other
+ * round, so that neighbours are measured in both orders and none always runs right after another.
+ */
+export function roundOrder(list, k) {
+  const rotated = rotate(list, k);
+  return k % 2 === 1 ? rotated.reverse() : rotated;
 }

@@ -1,10 +1,10 @@
 // HTTP end to end: every server in its own process on the server core, autocannon in another on
-// the client core; every round runs each server once, in a rotating order, so that ratios compare
+// the client core; every round runs each server once, in an order that rotates and reverses between rounds, so that ratios compare
 // runs made seconds apart.
 import { fileURLToPath } from 'node:url';
 import { startChild } from '../children.mjs';
 import { CORE } from '../pin.mjs';
-import { ratios, rotate, spread } from '../stats.mjs';
+import { ratios, roundOrder, spread } from '../stats.mjs';
 import { VARIANTS } from './apps.mjs';
 import { startRedis } from './redis-server.mjs';
 
@@ -99,7 +99,7 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
     }
     for (let round = 0; round < rounds; round++) {
       process.stderr.write(`  http: round ${round + 1}/${rounds}\n`);
-      for (const config of rotate(list, round)) runs[config.id].push(await fire(config, seconds));
+      for (const config of roundOrder(list, round)) runs[config.id].push(await fire(config, seconds));
     }
   } finally {
     for (const server of servers.values()) {
@@ -160,6 +160,14 @@ function summarise(list, runs, problems, redis) {
       target: HTTP_TARGETS.minVsOctokit,
       holds: octokit.median >= HTTP_TARGETS.minVsOctokit,
     });
+    if (runs['express/pixhook-nostore']) {
+      // Informational: Octokit does not de-duplicate, so this is like for like.
+      comparisons.push({
+        label: 'express: pixhook with store: false ÷ Octokit createNodeMiddleware',
+        ratio: spread(ratios(rps('express/pixhook-nostore'), rps('express/octokit'))),
+        capacity: capacity('express/pixhook-nostore', 'express/octokit'),
+      });
+    }
   }
   if (redis.port) {
     const r = spread(ratios(rps(`${REDIS_FRAMEWORK}/pixhook+redis`), rps(`${REDIS_FRAMEWORK}/pixhook`)));

@@ -2,7 +2,7 @@
 // (size, body kind, candidate), each with its mean ns/op in every round.
 import { serve } from '../children.mjs';
 import { bodyFrom, bodyTemplate, KINDS, SIZES } from '../payloads.mjs';
-import { rotate } from '../stats.mjs';
+import { roundOrder } from '../stats.mjs';
 import { CANDIDATES as ALL, check } from './candidates.mjs';
 
 // Process CPU time, not wall time: on a shared machine a process that is descheduled stops its own
@@ -91,8 +91,8 @@ async function bench({ rounds, minCpuTimeMs, warmCpuTimeMs }) {
   for (let round = 0; round < rounds; round++) {
     process.stderr.write(`  verify: round ${round + 1}/${rounds}\n`);
     for (const c of cases) {
-      // Interleaved: every candidate once per round, in an order that rotates between rounds.
-      for (const candidate of rotate(CANDIDATES, round)) {
+      // Interleaved: every candidate once per round, in an order that rotates and reverses between rounds.
+      for (const candidate of roundOrder(CANDIDATES, round)) {
         c.ns[candidate.id].push(await time(candidate, c.body, minCpuTimeMs, c.estimateNs));
       }
     }
