@@ -183,6 +183,8 @@ function summarise(list, runs, problems, redis) {
     rows,
     comparisons,
     problems,
+    // Every run's own figures, per server, in round order.
+    runs,
     redis: redis.port ? { version: redis.version, framework: REDIS_FRAMEWORK } : { skipped: redis.skipped },
   };
 }
