@@ -14,6 +14,7 @@ export const alias = [
 export default defineConfig({
   resolve: { alias },
   test: {
+    reporters: ['default', './test/summary-reporter.ts'],
     include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/dist/**', 'test/slow/**', 'packages/*/test/slow/**'],
     testTimeout: 20_000,

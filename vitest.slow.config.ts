@@ -5,6 +5,7 @@ import { alias } from './vitest.config.js';
 export default defineConfig({
   resolve: { alias },
   test: {
+    reporters: ['default', './test/summary-reporter.ts'],
     include: ['test/slow/**/*.test.ts', 'packages/*/test/slow/**/*.test.ts'],
     testTimeout: 300_000,
     hookTimeout: 60_000,
