@@ -59,6 +59,9 @@ async function readBody(reader: BodyReader, limit: number): Promise<Uint8Array |
     if (isWebhookVerificationError(cause)) {
       throw new WebhookVerificationError(cause.code, String(cause.message ?? ''), { cause });
     }
+    // A framework's own body reader (Fastify, raw-body, body-parser) says "too large" with a 413.
+    const { status, statusCode } = (cause ?? {}) as { status?: unknown; statusCode?: unknown };
+    if (status === 413 || statusCode === 413) throw payloadTooLarge(limit);
     throw new WebhookVerificationError(
       'BODY_UNREADABLE',
       'The request body could not be read completely (the client aborted, or the body did not match its Content-Length).',

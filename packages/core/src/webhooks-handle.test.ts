@@ -157,6 +157,25 @@ describe('webhooks.handle() without an adapter', () => {
     expect(runs).toEqual([]);
   });
 
+  it.each([
+    [
+      'Fastify',
+      Object.assign(new Error('Request body is too large'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 }),
+    ],
+    ['raw-body', Object.assign(new Error('request entity too large'), { type: 'entity.too.large', status: 413 })],
+  ])(
+    "a framework reader's own too-large error (%s) → 413 PAYLOAD_TOO_LARGE; the method still comes first",
+    async (_name, tooLarge) => {
+      const { webhooks, errors } = setup();
+      const { headers } = signed();
+      const res = await webhooks.handle({ headers, body: () => Promise.reject(tooLarge) });
+      expect([res.status, json(res.body).error?.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+      expect(errors[0]?.code).toBe('PAYLOAD_TOO_LARGE');
+      const put = await webhooks.handle({ method: 'PUT', headers, body: () => Promise.reject(tooLarge) });
+      expect(put.status).toBe(405);
+    },
+  );
+
   it("a reader's own pixhook error is answered as it is", async () => {
     const { webhooks } = setup();
     const { headers } = signed();

@@ -1,10 +1,11 @@
-import type { HandleInput, WebhookResponse } from '@pixhook/core';
-import { nodeBodyReader } from '@pixhook/core/node';
-import type { FastifyInstance } from 'fastify';
+import type { BodyReader, HandleInput, WebhookResponse } from '@pixhook/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
 export interface WebhooksLike {
   handle(input: HandleInput<never>): Promise<WebhookResponse>;
+  /** The largest body accepted; the plugin's body parser stops reading past it. */
+  readonly maxBodyBytes?: number;
 }
 
 /** Options of the Fastify plugin. */
@@ -17,8 +18,6 @@ export interface PixhookFastifyOptions {
    */
   path?: string;
 }
-
-const HINT = 'Register @pixhook/fastify as its own plugin; it reads the raw body through its own content-type parser.';
 
 /**
  * Fastify 5 plugin: one route (`path`, every method; non-POST answers 405) that verifies,
@@ -39,21 +38,29 @@ async function pixhook(fastify: FastifyInstance, options: PixhookFastifyOptions)
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new TypeError(`@pixhook/fastify: path must be a string starting with "/", got ${JSON.stringify(path)}.`);
   }
-  // Every content type reaches the route as the untouched stream: the signature decides, and
-  // pixhook reads the bytes itself with its own limit.
+  // Every content type is read into one Buffer, by Fastify's own reader, with pixhook's limit:
+  // the signature decides, not the Content-Type. Encapsulated: the app's other routes keep theirs.
   fastify.removeAllContentTypeParsers();
-  fastify.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
-
-  fastify.all(path, async (request, reply) => {
-    const stream = request.body ?? request.raw;
+  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: webhooks.maxBodyBytes }, (_request, body, done) =>
+    done(null, body),
+  );
+  const respond = async (request: FastifyRequest, reply: FastifyReply, body: HandleInput['body']) => {
     const result = await webhooks.handle({
       method: request.method,
       headers: request.headers,
-      body: nodeBodyReader(stream as typeof request.raw, undefined, HINT),
+      body,
       request: request as never,
     });
     return reply.code(result.status).headers(result.headers).send(result.body);
+  };
+  // A body Fastify's reader refused (too large, cut short) never reaches the route: core answers it,
+  // after the method check, so the contract's order and error format hold.
+  fastify.setErrorHandler((error: { code?: string }, request, reply) => {
+    if (!error.code?.startsWith('FST_ERR_CTP_')) throw error;
+    const reader: BodyReader = () => Promise.reject(error);
+    return respond(request, reply, reader);
   });
+  fastify.all(path, (request, reply) => respond(request, reply, request.body as Uint8Array | undefined));
 }
 
 Object.defineProperty(pixhook, Symbol.for('fastify.display-name'), { value: '@pixhook/fastify' });
