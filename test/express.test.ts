@@ -2,7 +2,7 @@
  * Express-specific behaviour (4 and 5), over real HTTP on 127.0.0.1: parsers mounted before the
  * middleware, mounting styles, the rest of the app, body limits, and what handlers receive.
  */
-import { Webhooks, type WebhooksOptions } from '@pixhook/core';
+import { Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import { webhookMiddleware } from '@pixhook/express';
 import type { Express, NextFunction, Request, Response } from 'express';
@@ -10,28 +10,18 @@ import express4 from 'express4';
 import express5 from 'express5';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Client, listen, streamOf } from './helpers/adapters.js';
-import { delivery, SECRET } from './helpers/deliveries.js';
+import { delivery, errorCode, recordingWebhooks, SECRET } from './helpers/deliveries.js';
 
 const VERSIONS = [
   { name: 'express@4', express: express4 as unknown as typeof express5 },
   { name: 'express@5', express: express5 },
 ];
 
-const errorCode = (json: unknown): unknown => (json as { error?: { code?: string } })?.error?.code;
-
 describe.each(VERSIONS)('$name', ({ express }) => {
   const clients: Client[] = [];
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.close()));
   });
-
-  /** Webhooks that record each handler run with its context.request. */
-  function hooks(options: Partial<WebhooksOptions> = {}) {
-    const webhooks = new Webhooks({ secret: SECRET, ...options });
-    const runs: { id: string; request: unknown }[] = [];
-    webhooks.onAny((event, context) => void runs.push({ id: event.id, request: context.request }));
-    return { webhooks, runs };
-  }
 
   async function serve(app: Express): Promise<Client> {
     const client = await listen(app);
@@ -40,7 +30,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   }
 
   it('express.json() mounted before, without a verify hook → 500 RAW_BODY_UNAVAILABLE that says how to mount', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = express();
     app.use(express.json());
     app.post('/webhooks', webhookMiddleware(webhooks));
@@ -55,7 +45,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it('express.json({ verify }) keeping req.rawBody, mounted before → 200, the raw copy is verified', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = express();
     let parsed: unknown;
     app.use(
@@ -80,7 +70,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it('a tampered body is still caught through req.rawBody', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = express();
     app.use(
       express.json({
@@ -98,7 +88,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it('express.json() mounted before but skipping the content type leaves the stream to pixhook → 200', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = express();
     app.use(express.json());
     app.post('/webhooks', webhookMiddleware(webhooks));
@@ -109,7 +99,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it("express.raw({ type: '*/*' }) mounted before → 200 from the Buffer in req.body", async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = express();
     app.use(express.raw({ type: '*/*' }));
     app.post('/webhooks', webhookMiddleware(webhooks));
@@ -119,7 +109,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it("app.use('/webhooks', mw): POST → 200, GET → 405 with Allow: POST", async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = express();
     app.use('/webhooks', webhookMiddleware(webhooks));
     const client = await serve(app);
@@ -132,7 +122,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it('app.use(webhookMiddleware(webhooks, { path })): other paths reach later routes', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = express();
     app.use(webhookMiddleware(webhooks, { path: '/webhooks' }));
     app.use(express.json());
@@ -155,7 +145,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it('other JSON routes of the same app still parse JSON (app.post(path, mw) before app.use(express.json()))', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = express();
     app.post('/webhooks', webhookMiddleware(webhooks));
     app.use(express.json());
@@ -172,7 +162,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it('an oversized chunked body → 413, and the server still answers the next request', async () => {
-    const { webhooks, runs } = hooks({ maxBodyBytes: 64 * 1024 });
+    const { webhooks, runs } = recordingWebhooks({ maxBodyBytes: 64 * 1024 });
     const app = express();
     app.post('/webhooks', webhookMiddleware(webhooks));
     app.get('/health', (_req, res) => void res.send('ok'));
@@ -187,7 +177,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it('a Content-Length above the limit → 413', async () => {
-    const { webhooks } = hooks({ maxBodyBytes: 100 });
+    const { webhooks } = recordingWebhooks({ maxBodyBytes: 100 });
     const app = express();
     app.post('/webhooks', webhookMiddleware(webhooks));
     const client = await serve(app);
@@ -196,7 +186,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   });
 
   it('context.request is the Express req', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = express();
     const seen: unknown[] = [];
     app.use((req, _res, next) => {

@@ -2,25 +2,18 @@
  * Fastify-specific behaviour: encapsulation (the app's other routes keep parsing JSON), prefix and
  * default path, option errors, and what handlers receive. fastify.inject, plus one real listener.
  */
-import { Webhooks, type WebhooksOptions } from '@pixhook/core';
+import { Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import pixhook from '@pixhook/fastify';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpSend, streamOf } from './helpers/adapters.js';
-import { delivery, SECRET } from './helpers/deliveries.js';
+import { delivery, recordingWebhooks, SECRET } from './helpers/deliveries.js';
 
 const apps: FastifyInstance[] = [];
 afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
 });
-
-function hooks(options: Partial<WebhooksOptions> = {}) {
-  const webhooks = new Webhooks({ secret: SECRET, ...options });
-  const runs: { id: string; request: unknown }[] = [];
-  webhooks.onAny((event, context) => void runs.push({ id: event.id, request: context.request }));
-  return { webhooks, runs };
-}
 
 function app(): FastifyInstance {
   const instance = Fastify();
@@ -37,7 +30,7 @@ const errorCode = (body: string): unknown => (JSON.parse(body) as { error?: { co
 
 describe('@pixhook/fastify', () => {
   it('a sibling route in the same app still gets parsed JSON', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const fastify = app();
     const bodies: unknown[] = [];
     fastify.post('/api/items', async (request) => {
@@ -56,7 +49,7 @@ describe('@pixhook/fastify', () => {
   });
 
   it('a sibling route with an unsupported content type still gets Fastify’s own 415', async () => {
-    const { webhooks } = hooks();
+    const { webhooks } = recordingWebhooks();
     const fastify = app();
     fastify.post('/api/items', async (request) => request.body);
     await fastify.register(pixhook, { webhooks });
@@ -70,7 +63,7 @@ describe('@pixhook/fastify', () => {
   });
 
   it('the webhook route accepts any content type: the signature decides', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const fastify = app();
     await fastify.register(pixhook, { webhooks });
     for (const type of ['application/json', 'text/plain', 'application/x-unknown']) {
@@ -81,7 +74,7 @@ describe('@pixhook/fastify', () => {
   });
 
   it("registered with { prefix: '/api' } → served at /api/webhooks", async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const fastify = app();
     await fastify.register(pixhook, { webhooks, prefix: '/api' });
     expect((await post(fastify, '/api/webhooks')).statusCode).toBe(200);
@@ -90,7 +83,7 @@ describe('@pixhook/fastify', () => {
   });
 
   it('a custom path sits under the prefix', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const fastify = app();
     await fastify.register(pixhook, { webhooks, path: '/service/events', prefix: '/hooks' });
     expect((await post(fastify, '/hooks/service/events')).statusCode).toBe(200);
@@ -99,7 +92,7 @@ describe('@pixhook/fastify', () => {
   });
 
   it("the path defaults to '/webhooks'", async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const fastify = app();
     await fastify.register(pixhook, { webhooks });
     expect((await post(fastify, '/webhooks')).statusCode).toBe(200);
@@ -108,7 +101,7 @@ describe('@pixhook/fastify', () => {
   });
 
   it('other methods on the route answer 405 with Allow: POST', async () => {
-    const { webhooks } = hooks();
+    const { webhooks } = recordingWebhooks();
     const fastify = app();
     await fastify.register(pixhook, { webhooks });
     const res = await fastify.inject({ method: 'GET', url: '/webhooks' });
@@ -129,14 +122,14 @@ describe('@pixhook/fastify', () => {
   });
 
   it("maxBodyBytes governs, not Fastify's own 1 MiB bodyLimit", async () => {
-    const { webhooks, runs } = hooks({ maxBodyBytes: 4 * 1024 * 1024 });
+    const { webhooks, runs } = recordingWebhooks({ maxBodyBytes: 4 * 1024 * 1024 });
     const fastify = app();
     await fastify.register(pixhook, { webhooks });
     const big = delivery(createTestEvent('image.created', { blob: 'x'.repeat(2 * 1024 * 1024) }));
     const res = await post(fastify, '/webhooks', big);
     expect(res.statusCode).toBe(200);
     expect(runs).toHaveLength(1);
-    const small = hooks({ maxBodyBytes: 1024 });
+    const small = recordingWebhooks({ maxBodyBytes: 1024 });
     const strict = app();
     await strict.register(pixhook, { webhooks: small.webhooks });
     const tooBig = await post(
@@ -149,7 +142,7 @@ describe('@pixhook/fastify', () => {
   });
 
   it('context.request is the Fastify request', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const fastify = app();
     const seen: FastifyRequest[] = [];
     fastify.addHook('onRequest', async (request) => {
@@ -166,7 +159,7 @@ describe('@pixhook/fastify', () => {
   });
 
   it('over real HTTP: a valid delivery, a sibling JSON route and a chunked body over the limit', async () => {
-    const { webhooks, runs } = hooks({ maxBodyBytes: 64 * 1024 });
+    const { webhooks, runs } = recordingWebhooks({ maxBodyBytes: 64 * 1024 });
     const fastify = app();
     fastify.post('/api/echo', async (request) => ({ got: request.body }));
     await fastify.register(pixhook, { webhooks });

@@ -4,7 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import { bodyParser } from '@koa/bodyparser';
-import { Webhooks, type WebhooksOptions } from '@pixhook/core';
+import { Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import { webhookMiddleware } from '@pixhook/koa';
 import type Koa from 'koa';
@@ -12,7 +12,7 @@ import Koa2 from 'koa2';
 import Koa3 from 'koa3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Client, listen, streamOf } from './helpers/adapters.js';
-import { delivery, SECRET } from './helpers/deliveries.js';
+import { delivery, errorCode, recordingWebhooks, SECRET } from './helpers/deliveries.js';
 
 // koa-bodyparser ships no types; it is a plain Koa middleware factory.
 const koaBodyParser = createRequire(import.meta.url)('koa-bodyparser') as (options?: object) => Koa.Middleware;
@@ -22,20 +22,11 @@ const VERSIONS = [
   { name: 'koa@3', Koa: Koa3 as typeof Koa },
 ];
 
-const errorCode = (json: unknown): unknown => (json as { error?: { code?: string } })?.error?.code;
-
 describe.each(VERSIONS)('$name', ({ Koa }) => {
   const clients: Client[] = [];
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.close()));
   });
-
-  function hooks(options: Partial<WebhooksOptions> = {}) {
-    const webhooks = new Webhooks({ secret: SECRET, ...options });
-    const runs: { id: string; request: unknown }[] = [];
-    webhooks.onAny((event, context) => void runs.push({ id: event.id, request: context.request }));
-    return { webhooks, runs };
-  }
 
   async function serve(app: Koa): Promise<Client> {
     const client = await listen(app.callback());
@@ -47,7 +38,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
     ['koa-bodyparser', () => koaBodyParser()],
     ['@koa/bodyparser', () => bodyParser() as unknown as Koa.Middleware],
   ])('%s mounted before: its ctx.request.rawBody is verified → 200', async (_name, parser) => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();
     const parsed: unknown[] = [];
     app.use(parser());
@@ -71,7 +62,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('a body parser that skips the content type leaves the stream to pixhook → 200', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();
     app.use(koaBodyParser({ enableTypes: ['json'] }));
     app.use(webhookMiddleware(webhooks, { path: '/webhooks' }));
@@ -82,7 +73,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('a parser that consumed the stream without keeping rawBody → 500 RAW_BODY_UNAVAILABLE', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();
     app.use(async (ctx, next) => {
       const chunks: Buffer[] = [];
@@ -100,7 +91,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('a Buffer in ctx.request.body counts as the raw bytes', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();
     app.use(async (ctx, next) => {
       const chunks: Buffer[] = [];
@@ -115,7 +106,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('with path: other paths go to next() and downstream middleware answers', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();
     const downstream: string[] = [];
     app.use(webhookMiddleware(webhooks, { path: '/webhooks' }));
@@ -135,7 +126,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it("with path: '/webhooks/' is tolerated and the query string ignored", async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();
     let downstream = 0;
     app.use(webhookMiddleware(webhooks, { path: '/webhooks' }));
@@ -156,7 +147,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('a path given with a trailing slash matches without one too', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();
     app.use(webhookMiddleware(webhooks, { path: '/hooks/' }));
     const client = await serve(app);
@@ -165,7 +156,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('without path every request that reaches it is handled', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();
     let downstream = 0;
     app.use(webhookMiddleware(webhooks));
@@ -183,7 +174,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('upstream middleware sees the answer pixhook set', async () => {
-    const { webhooks } = hooks();
+    const { webhooks } = recordingWebhooks();
     const app = new Koa();
     const statuses: number[] = [];
     app.use(async (ctx, next) => {
@@ -198,7 +189,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('an oversized chunked body → 413, and the server still answers the next request', async () => {
-    const { webhooks, runs } = hooks({ maxBodyBytes: 64 * 1024 });
+    const { webhooks, runs } = recordingWebhooks({ maxBodyBytes: 64 * 1024 });
     const app = new Koa();
     app.use(webhookMiddleware(webhooks, { path: '/webhooks' }));
     const client = await serve(app);
@@ -210,7 +201,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('context.request is the Koa ctx', async () => {
-    const { webhooks, runs } = hooks();
+    const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();
     const seen: unknown[] = [];
     app.use(async (ctx, next) => {

@@ -1,4 +1,4 @@
-import { type EventType, sign, type WebhookEvent } from '@pixhook/core';
+import { type EventType, sign, type WebhookEvent, Webhooks, type WebhooksOptions } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import type { TestRequest } from './adapters.js';
 
@@ -50,3 +50,14 @@ export function expectedSignature(request: { headers: Record<string, string>; bo
 export function envelope(type: EventType | string, overrides: Record<string, unknown> = {}): string {
   return JSON.stringify({ ...createTestEvent(type), ...overrides });
 }
+
+/** Webhooks with the test secret that record each handler run with its `context.request`. */
+export function recordingWebhooks(options: Partial<WebhooksOptions> = {}) {
+  const webhooks = new Webhooks({ secret: SECRET, ...options });
+  const runs: { id: string; request: unknown }[] = [];
+  webhooks.onAny((event, context) => void runs.push({ id: event.id, request: context.request }));
+  return { webhooks, runs };
+}
+
+/** The `error.code` of a JSON error answer. */
+export const errorCode = (json: unknown): unknown => (json as { error?: { code?: string } })?.error?.code;
