@@ -60,7 +60,12 @@ async function pixhook(fastify: FastifyInstance, options: PixhookFastifyOptions)
     const reader: BodyReader = () => Promise.reject(error);
     return respond(request, reply, reader);
   });
-  fastify.all(path, (request, reply) => respond(request, reply, request.body as Uint8Array | undefined));
+  fastify.all(path, (request, reply) => {
+    const body = request.body as Uint8Array | undefined;
+    // Core owns the bytes from here; without this reference they can be freed while handlers run.
+    request.body = undefined;
+    return respond(request, reply, body);
+  });
 }
 
 Object.defineProperty(pixhook, Symbol.for('fastify.display-name'), { value: '@pixhook/fastify' });
