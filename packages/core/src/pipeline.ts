@@ -94,21 +94,27 @@ function reject(webhooks: Webhooks, error: WebhookVerificationError, context: Er
 }
 
 /** The whole request pipeline behind `webhooks.handle()`. */
-export async function runPipeline(webhooks: Webhooks, input: HandleInput): Promise<WebhookResponse> {
-  let delivery: VerifiedDelivery;
-  try {
-    delivery = await admit(webhooks, input);
-  } catch (error) {
-    if (!isWebhookVerificationError(error)) throw error;
-    return reject(webhooks, error, { request: input.request });
-  }
+export function runPipeline(webhooks: Webhooks, input: HandleInput): Promise<WebhookResponse> {
+  // Not async, and the callbacks capture only the request: nothing holds `input` (and a body
+  // passed in it) once it is admitted, so the raw bytes can be freed while handlers run.
+  const { request } = input;
+  return admit(webhooks, input).then(
+    (delivery) => dispatch(webhooks, delivery, request),
+    (error: unknown) => {
+      if (!isWebhookVerificationError(error)) throw error;
+      return reject(webhooks, error, { request });
+    },
+  );
+}
 
+/** Store and handlers, for a verified delivery. */
+async function dispatch(webhooks: Webhooks, delivery: VerifiedDelivery, request: unknown): Promise<WebhookResponse> {
   const { event, deliveryId, timestamp } = delivery;
   const handlers = webhooks.handlersFor(event.type);
   // Nothing to run: acknowledge without a round trip to the store.
   if (handlers.length === 0) return ok(false);
 
-  const errorContext: ErrorContext = { request: input.request, deliveryId, timestamp, event };
+  const errorContext: ErrorContext = { request, deliveryId, timestamp, event };
   const store = webhooks.options.store;
   if (store) {
     let claim: ClaimResult;
@@ -141,7 +147,7 @@ export async function runPipeline(webhooks: Webhooks, input: HandleInput): Promi
     }
   }
 
-  const context: HandlerContext = { deliveryId, timestamp, request: input.request };
+  const context: HandlerContext = { deliveryId, timestamp, request };
   try {
     for (const handler of handlers) await handler(event, context);
   } catch (cause) {

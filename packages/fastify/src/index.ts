@@ -44,15 +44,11 @@ async function pixhook(fastify: FastifyInstance, options: PixhookFastifyOptions)
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: webhooks.maxBodyBytes }, (_request, body, done) =>
     done(null, body),
   );
-  const respond = async (request: FastifyRequest, reply: FastifyReply, body: HandleInput['body']) => {
-    const result = await webhooks.handle({
-      method: request.method,
-      headers: request.headers,
-      body,
-      request: request as never,
-    });
-    return reply.code(result.status).headers(result.headers).send(result.body);
-  };
+  // Not async: the callback captures only `reply`, so nothing here keeps the body alive.
+  const respond = (request: FastifyRequest, reply: FastifyReply, body: HandleInput['body']) =>
+    webhooks
+      .handle({ method: request.method, headers: request.headers, body, request: request as never })
+      .then((result) => reply.code(result.status).headers(result.headers).send(result.body));
   // A body Fastify's reader refused (too large, cut short) never reaches the route: core answers it,
   // after the method check, so the contract's order and error format hold.
   fastify.setErrorHandler((error: { code?: string }, request, reply) => {
