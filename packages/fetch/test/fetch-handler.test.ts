@@ -164,15 +164,17 @@ describe('createFetchHandler', () => {
 describe('createFetchHandler on Web Crypto (node:crypto hidden, as on Workers)', () => {
   it('answers the representative rows as on Node', async () => {
     const event = createTestEvent('image.created');
+    // One fixed clock for both runs: the stale row's message states its age in seconds.
+    const now = nowSeconds();
     const requests = {
-      valid: delivery(event),
-      badSignature: delivery(undefined, { secret: 'whsec_someone_else' }),
-      stale: delivery(undefined, { timestamp: nowSeconds() - 301 }),
-      duplicate: delivery(event),
-      tooLarge: delivery(createTestEvent('image.created', { blob: 'x'.repeat(2048) })),
+      valid: delivery(event, { timestamp: now }),
+      badSignature: delivery(undefined, { secret: 'whsec_someone_else', timestamp: now }),
+      stale: delivery(undefined, { timestamp: now - 301 }),
+      duplicate: delivery(event, { timestamp: now }),
+      tooLarge: delivery(createTestEvent('image.created', { blob: 'x'.repeat(2048) }), { timestamp: now }),
     };
     const run = async () => {
-      const { handler, contexts } = setup({ maxBodyBytes: 1024 });
+      const { handler, contexts } = setup({ maxBodyBytes: 1024, now: () => now * 1000 });
       const answers: Record<string, unknown> = {};
       for (const [name, { body, headers }] of Object.entries(requests)) {
         const { status, json } = await fromResponse(await handler(post(body, headers)));
