@@ -8,8 +8,9 @@ import type { ErrorContext, HandlerContext, Webhooks } from './webhooks.js';
 /**
  * Reads a request body with a byte limit, for adapters. Throw a `WebhookVerificationError`
  * (`PAYLOAD_TOO_LARGE`, `RAW_BODY_UNAVAILABLE`) to answer with it; any other error answers
- * 400 `BODY_UNREADABLE`. A reader may also stop as soon as it has more than `limit` bytes and
- * return those: the pipeline answers 413 for any body longer than the limit.
+ * 400 `BODY_UNREADABLE`, except one whose `status` or `statusCode` is 413 (raw-body's, Fastify's,
+ * or the reader's own), which answers `PAYLOAD_TOO_LARGE`. A reader may also stop as soon as it
+ * has more than `limit` bytes and return those: the pipeline answers 413 for any longer body.
  */
 export type BodyReader = (limit: number) => Promise<Uint8Array | string>;
 

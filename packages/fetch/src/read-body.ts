@@ -4,7 +4,8 @@ const EMPTY = new Uint8Array(0);
 
 /**
  * A `BodyReader` for a Web `Request`: reads `request.body` as bytes and stops as soon as it holds
- * more than `limit` bytes, cancelling the rest of the stream; core then answers 413.
+ * more than `limit` bytes, cancelling the rest of the stream and rejecting with a 413 that core
+ * answers as `PAYLOAD_TOO_LARGE`.
  */
 export function requestBodyReader(request: Request): BodyReader {
   return async (limit) => {
@@ -25,9 +26,9 @@ export function requestBodyReader(request: Request): BodyReader {
       chunks.push(value);
       size += value.byteLength;
       if (size > limit) {
-        // Do not buffer what would be refused anyway; the client stops sending when it can.
+        // Do not read or copy what is refused anyway; core answers a reader's 413 as PAYLOAD_TOO_LARGE.
         reader.cancel().catch(() => {});
-        break;
+        throw Object.assign(new Error('The request body is larger than the limit.'), { status: 413 });
       }
     }
     return concat(chunks, size);
