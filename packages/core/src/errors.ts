@@ -2,6 +2,7 @@
 export const ERROR_STATUS = {
   METHOD_NOT_ALLOWED: 405,
   PAYLOAD_TOO_LARGE: 413,
+  BODY_TIMEOUT: 408,
   BODY_UNREADABLE: 400,
   MISSING_SIGNATURE: 400,
   MALFORMED_SIGNATURE: 400,
@@ -15,6 +16,10 @@ export const ERROR_STATUS = {
   HANDLER_FAILED: 500,
   RAW_BODY_UNAVAILABLE: 500,
   STORE_UNAVAILABLE: 503,
+  HANDLER_TIMEOUT: 503,
+  INTERNAL_ERROR: 500,
+  /** Never an answer: told to `onError` only, when the store forgot ids before their TTL. */
+  DUPLICATE_WINDOW_SHORTENED: 200,
 } as const;
 
 /** A pixhook error code, e.g. `'SIGNATURE_MISMATCH'`. */
@@ -65,5 +70,13 @@ export function payloadTooLarge(limit: number): WebhookVerificationError {
   return new WebhookVerificationError(
     'PAYLOAD_TOO_LARGE',
     `The body is larger than maxBodyBytes (${limit} bytes); raise maxBodyBytes if the service really sends such events.`,
+  );
+}
+
+/** The 408 error for a body that did not arrive within `bodyTimeoutMs`. */
+export function bodyTimeout(timeoutMs: number): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'BODY_TIMEOUT',
+    `The request body did not arrive within bodyTimeoutMs (${timeoutMs} ms); the service sends whole bodies at once, so the connection was closed.`,
   );
 }

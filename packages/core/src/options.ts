@@ -28,6 +28,22 @@ export interface WebhooksOptions {
    */
   store?: IdempotencyStore | false;
   /**
+   * Milliseconds the whole body may take to arrive once pixhook starts reading it; past it pixhook
+   * answers 408 `BODY_TIMEOUT` and closes the connection, so a client trickling a body cannot hold
+   * the server. The service sends whole bodies at once. `false` turns the deadline off.
+   * @default 5_000
+   */
+  bodyTimeoutMs?: number | false;
+  /**
+   * Milliseconds the handlers of a delivery may run before pixhook answers 503 `HANDLER_TIMEOUT`
+   * (the service gives up after 10 s and retries). The handlers keep running; their claim is kept
+   * (and renewed where the store can) until they end, so a retry meanwhile answers 409 and the event
+   * never runs twice at once; `onError` is told of the timeout and of how the run ended. `false`
+   * turns the deadline off.
+   * @default 8_000
+   */
+  handlerTimeoutMs?: number | false;
+  /**
    * Clock in milliseconds, used for the tolerance check; inject one in tests.
    * @default Date.now
    */
@@ -40,7 +56,79 @@ export interface ResolvedOptions {
   tolerance: number | false;
   maxBodyBytes: number;
   store: IdempotencyStore | false;
+  /** undefined: no deadline. */
+  bodyTimeoutMs: number | undefined;
+  /** undefined: no deadline. */
+  handlerTimeoutMs: number | undefined;
   now: () => number;
+}
+
+const OPTION_NAMES = [
+  'secret',
+  'tolerance',
+  'maxBodyBytes',
+  'store',
+  'bodyTimeoutMs',
+  'handlerTimeoutMs',
+  'now',
+] as const satisfies readonly (keyof WebhooksOptions)[];
+
+const NUMERIC = /^[0-9.eE+\- ]{0,24}$/;
+
+/** `typeof`, with `null` and arrays told apart, for error messages. */
+export function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  // A string is shown only when it looks like a number: it may be a secret passed in the wrong place.
+  if (typeof value === 'string') {
+    return NUMERIC.test(value) ? `the string ${JSON.stringify(value)}` : `a string of ${value.length} characters`;
+  }
+  if (typeof value === 'number') return `the number ${value}`;
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/** Edit distance, for "did you mean" hints. */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let previous = row[0] as number;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const current = row[j] as number;
+      row[j] = Math.min(
+        current + 1,
+        (row[j - 1] as number) + 1,
+        previous + (a[i - 1]?.toLowerCase() === b[j - 1]?.toLowerCase() ? 0 : 1),
+      );
+      previous = current;
+    }
+  }
+  return row[b.length] as number;
+}
+
+/**
+ * Throws a TypeError naming the closest valid option for every key of `options` not in `names`.
+ * @example assertKnownOptions({ tolerence: 300 }, ['tolerance'], 'pixhook: new Webhooks(options)')
+ */
+export function assertKnownOptions(options: object, names: readonly string[], owner: string): void {
+  for (const key of Object.keys(options)) {
+    if (names.includes(key)) continue;
+    let best = names[0] as string;
+    for (const name of names) if (distance(key, name) < distance(key, best)) best = name;
+    const hint = distance(key, best) <= Math.max(2, Math.floor(best.length / 3)) ? ` Did you mean "${best}"?` : '';
+    throw new TypeError(`${owner} has no option ${JSON.stringify(key)}.${hint} Options: ${names.join(', ')}.`);
+  }
+}
+
+function deadline(value: unknown, fallback: number, name: string): number | undefined {
+  if (value === undefined) return fallback;
+  if (value === false) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(
+      `pixhook: ${name} must be a positive whole number of milliseconds, or false to turn the deadline off; got ${describeType(value)}.`,
+    );
+  }
+  return value;
 }
 
 /** Throws a TypeError unless `secret` is a usable signing secret. The message never shows it. */
@@ -51,7 +139,9 @@ export function assertSecret(secret: unknown, name: string): asserts secret is s
     );
   }
   if (typeof secret !== 'string') {
-    throw new TypeError(`pixhook: ${name} must be a string, got ${typeof secret}.`);
+    throw new TypeError(
+      `pixhook: ${name} must be a string, got ${typeof secret === 'object' ? describeType(secret) : `a ${typeof secret}`}.`,
+    );
   }
   if (secret === '') throw new TypeError(`pixhook: ${name} is empty.`);
   if (secret.trim() !== secret) {
@@ -66,6 +156,7 @@ export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('pixhook: new Webhooks(options) needs an options object with a secret.');
   }
+  assertKnownOptions(options, OPTION_NAMES, 'pixhook: new Webhooks(options)');
   const list = Array.isArray(options.secret) ? options.secret : [options.secret];
   if (list.length === 0) throw new TypeError('pixhook: secret is an empty array; give at least one secret.');
   for (const [i, secret] of list.entries()) {
@@ -75,24 +166,30 @@ export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
   const tolerance = options.tolerance === undefined ? 300 : options.tolerance;
   if (tolerance !== false && (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance <= 0)) {
     throw new TypeError(
-      `pixhook: tolerance must be a positive number of seconds, or false to turn the check off; got ${String(tolerance)}.`,
+      `pixhook: tolerance must be a positive number of seconds, or false to turn the check off; got ${describeType(tolerance)}.`,
     );
   }
 
   const maxBodyBytes = options.maxBodyBytes === undefined ? 1_048_576 : options.maxBodyBytes;
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
-    throw new TypeError(`pixhook: maxBodyBytes must be a positive whole number of bytes; got ${String(maxBodyBytes)}.`);
+    throw new TypeError(
+      `pixhook: maxBodyBytes must be a positive whole number of bytes; got ${describeType(maxBodyBytes)}.`,
+    );
   }
 
   const store = options.store === undefined ? new MemoryStore() : options.store;
   if (store !== false && !isIdempotencyStore(store)) {
     throw new TypeError(
-      'pixhook: store must implement claim(), complete() and release() (an IdempotencyStore), or be false.',
+      `pixhook: store must implement claim(), complete() and release() (an IdempotencyStore), or be false; got ${describeType(store)}.`,
     );
   }
 
   const now = options.now === undefined ? Date.now : options.now;
-  if (typeof now !== 'function') throw new TypeError('pixhook: now must be a function returning milliseconds.');
+  if (typeof now !== 'function') {
+    throw new TypeError(`pixhook: now must be a function returning milliseconds; got ${describeType(now)}.`);
+  }
+  const bodyTimeoutMs = deadline(options.bodyTimeoutMs, 5_000, 'bodyTimeoutMs');
+  const handlerTimeoutMs = deadline(options.handlerTimeoutMs, 8_000, 'handlerTimeoutMs');
 
-  return { secrets: list as string[], tolerance, maxBodyBytes, store, now };
+  return { secrets: list as string[], tolerance, maxBodyBytes, store, bodyTimeoutMs, handlerTimeoutMs, now };
 }

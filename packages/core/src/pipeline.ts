@@ -1,18 +1,22 @@
+import type { AnyHandler, ErrorContext } from './context.js';
 import { toBytes } from './crypto.js';
 import { isWebhookVerificationError, payloadTooLarge, WebhookVerificationError } from './errors.js';
-import { getHeader, type HeadersInput } from './headers.js';
-import type { ClaimResult } from './store.js';
+import { getHeader, HEADER, type HeadersInput } from './headers.js';
+import type { ResolvedOptions } from './options.js';
+import { type Outcome, runOnce } from './run-once.js';
 import { type VerifiedDelivery, verifyDeliveryAnywhere } from './verify.js';
-import type { ErrorContext, HandlerContext, Webhooks } from './webhooks.js';
 
 /**
- * Reads a request body with a byte limit, for adapters. Throw a `WebhookVerificationError`
- * (`PAYLOAD_TOO_LARGE`, `RAW_BODY_UNAVAILABLE`) to answer with it; any other error answers
- * 400 `BODY_UNREADABLE`, except one whose `status` or `statusCode` is 413 (raw-body's, Fastify's,
- * or the reader's own), which answers `PAYLOAD_TOO_LARGE`. A reader may also stop as soon as it
- * has more than `limit` bytes and return those: the pipeline answers 413 for any longer body.
+ * Reads a request body with a byte limit and a deadline, for adapters. Throw a
+ * `WebhookVerificationError` (`PAYLOAD_TOO_LARGE`, `BODY_TIMEOUT` from `bodyTimeout(ms)`,
+ * `RAW_BODY_UNAVAILABLE`) to answer with it; any other error answers 400 `BODY_UNREADABLE`, except
+ * one whose `status` or `statusCode` is 413 (raw-body's, Fastify's, or the reader's own), which
+ * answers `PAYLOAD_TOO_LARGE`. A reader may also stop as soon as it has more than `limit` bytes and
+ * return those: the pipeline answers 413 for any longer body. When `timeoutMs` is a number, the
+ * reader must give up once the body has not fully arrived that many milliseconds after it started,
+ * holding nothing more, and stop the stream by then at the latest.
  */
-export type BodyReader = (limit: number) => Promise<Uint8Array | string>;
+export type BodyReader = (limit: number, timeoutMs: number | undefined) => Promise<Uint8Array | string>;
 
 /** One request, as an adapter hands it to `webhooks.handle()`. */
 export interface HandleInput<TRequest = unknown> {
@@ -33,9 +37,17 @@ export interface WebhookResponse {
   body: string;
 }
 
+/** What the pipeline needs from a `Webhooks`: its options, the handlers of a type, where to report. */
+export interface PipelineHost {
+  readonly options: ResolvedOptions;
+  handlersFor(type: string): readonly AnyHandler[];
+  reportError(error: WebhookVerificationError, context: ErrorContext): void;
+}
+
 const JSON_TYPE = 'application/json; charset=utf-8';
 const EMPTY = new Uint8Array(0);
 const DIGITS = /^[0-9]+$/;
+const NO_HEADERS: HeadersInput = {};
 
 function ok(duplicate: boolean): WebhookResponse {
   return {
@@ -48,12 +60,39 @@ function ok(duplicate: boolean): WebhookResponse {
 function answer(error: WebhookVerificationError): WebhookResponse {
   const headers: Record<string, string> = { 'content-type': JSON_TYPE };
   if (error.code === 'METHOD_NOT_ALLOWED') headers.allow = 'POST';
+  // The rest of a body that came too slowly may never come: do not wait for it on this connection.
+  if (error.code === 'BODY_TIMEOUT') headers.connection = 'close';
   return { status: error.status, headers, body: JSON.stringify(error.toJSON()) };
 }
 
-async function readBody(reader: BodyReader, limit: number): Promise<Uint8Array | string> {
+function answerOutcome(outcome: Outcome): WebhookResponse {
+  return outcome.kind === 'done' ? ok(outcome.duplicate) : answer(outcome.error);
+}
+
+/** The raw body as given, or a `RAW_BODY_UNAVAILABLE` error saying what was passed instead. */
+export function rawBytes(body: unknown, where: string): Uint8Array {
+  if (body instanceof Uint8Array || typeof body === 'string') return toBytes(body);
+  if (body === undefined) return EMPTY;
+  const got =
+    body === null
+      ? 'null'
+      : typeof body === 'object'
+        ? `${(body as object).constructor?.name === 'Object' ? 'a parsed object' : `an instance of ${(body as object).constructor?.name ?? 'Object'}`}`
+        : `a ${typeof body}`;
+  throw new WebhookVerificationError(
+    'RAW_BODY_UNAVAILABLE',
+    `${where} needs the raw body as received (a Buffer, Uint8Array or string), got ${got}. A JSON body parser probably ran first: verify the bytes it read (express.raw(), or express.json({ verify: (req, res, buf) => { req.rawBody = buf } })), never re-serialised JSON.`,
+  );
+}
+
+/** Headers as given when they can be read; anything else reads as no headers (400, never a crash). */
+export function headersOf(headers: unknown): HeadersInput {
+  return typeof headers === 'object' && headers !== null ? (headers as HeadersInput) : NO_HEADERS;
+}
+
+async function readBody(reader: BodyReader, limit: number, timeoutMs: number | undefined) {
   try {
-    return await reader(limit);
+    return await reader(limit, timeoutMs);
   } catch (cause) {
     if (cause instanceof WebhookVerificationError) throw cause;
     // One from another copy of core may lack toJSON/status: answer it with this copy's class.
@@ -72,126 +111,80 @@ async function readBody(reader: BodyReader, limit: number): Promise<Uint8Array |
 }
 
 /** Method, size and verification: every answer decided before the store and the handlers. */
-async function admit(webhooks: Webhooks, input: HandleInput): Promise<VerifiedDelivery> {
+async function admit(options: ResolvedOptions, input: HandleInput, headers: HeadersInput): Promise<VerifiedDelivery> {
   if (input.method !== undefined && input.method !== 'POST') {
     throw new WebhookVerificationError(
       'METHOD_NOT_ALLOWED',
-      `Webhook deliveries are POST requests; ${input.method} is not allowed here.`,
+      `Webhook deliveries are POST requests; ${String(input.method).slice(0, 20)} is not allowed here.`,
     );
   }
-  const limit = webhooks.options.maxBodyBytes;
-  const declared = getHeader(input.headers as HeadersInput, 'content-length');
+  const limit = options.maxBodyBytes;
+  const declared = getHeader(headers, 'content-length');
   // Refuse a declared oversize body before reading a byte of it.
   if (declared !== undefined && DIGITS.test(declared) && Number(declared) > limit) throw payloadTooLarge(limit);
-  const raw = typeof input.body === 'function' ? await readBody(input.body, limit) : input.body;
-  const body = raw === undefined ? EMPTY : toBytes(raw);
+  const raw = typeof input.body === 'function' ? await readBody(input.body, limit, options.bodyTimeoutMs) : input.body;
+  const body = rawBytes(raw, 'webhooks.handle()');
   if (body.byteLength > limit) throw payloadTooLarge(limit);
-  return verifyDeliveryAnywhere(webhooks.options, body, input.headers);
+  return verifyDeliveryAnywhere(options, body, headers);
 }
 
-function reject(webhooks: Webhooks, error: WebhookVerificationError, context: ErrorContext): WebhookResponse {
-  webhooks.reportError(error, context);
-  return answer(error);
-}
-
-/** The whole request pipeline behind `webhooks.handle()`. */
-export function runPipeline(webhooks: Webhooks, input: HandleInput): Promise<WebhookResponse> {
-  // Not async, and the callbacks capture only the request: nothing holds `input` (and a body
-  // passed in it) once it is admitted, so the raw bytes can be freed while handlers run.
-  const { request } = input;
-  return admit(webhooks, input).then(
-    (delivery) => dispatch(webhooks, delivery, request),
-    (error: unknown) => {
-      if (!isWebhookVerificationError(error)) throw error;
-      return reject(webhooks, error, { request });
-    },
+function unexpected(cause: unknown): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'INTERNAL_ERROR',
+    'pixhook failed unexpectedly while handling this delivery; the service will retry it.',
+    { cause },
   );
 }
 
+/** The whole request pipeline behind `webhooks.handle()`. Never rejects, whatever it is given. */
+export function runPipeline(host: PipelineHost, input: HandleInput): Promise<WebhookResponse> {
+  // Not async, and the callbacks capture only the request and headers: nothing holds `input` (and a
+  // body passed in it) once it is admitted, so the raw bytes can be freed while handlers run.
+  const given = (typeof input === 'object' && input !== null ? input : {}) as HandleInput;
+  const { request } = given;
+  const headers = headersOf(given.headers);
+  let admitted: Promise<VerifiedDelivery>;
+  try {
+    admitted = admit(host.options, given, headers);
+  } catch (cause) {
+    admitted = Promise.reject(cause);
+  }
+  return admitted
+    .then(
+      (delivery) => dispatch(host, delivery, request),
+      (cause: unknown) => {
+        const error = isWebhookVerificationError(cause) ? cause : unexpected(cause);
+        host.reportError(error, { request, deliveryId: unverifiedDeliveryId(headers) });
+        return answer(error);
+      },
+    )
+    .catch((cause: unknown) => {
+      const error = unexpected(cause);
+      host.reportError(error, { request });
+      return answer(error);
+    });
+}
+
+function unverifiedDeliveryId(headers: HeadersInput): string | undefined {
+  try {
+    return getHeader(headers, HEADER.delivery) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Store and handlers, for a verified delivery. */
-async function dispatch(webhooks: Webhooks, delivery: VerifiedDelivery, request: unknown): Promise<WebhookResponse> {
+async function dispatch(host: PipelineHost, delivery: VerifiedDelivery, request: unknown): Promise<WebhookResponse> {
   const { event, deliveryId, timestamp } = delivery;
-  const handlers = webhooks.handlersFor(event.type);
+  const handlers = host.handlersFor(event.type);
   // Nothing to run: acknowledge without a round trip to the store.
   if (handlers.length === 0) return ok(false);
-
-  const errorContext: ErrorContext = { request, deliveryId, timestamp, event };
-  const store = webhooks.options.store;
-  if (store) {
-    let claim: ClaimResult;
-    try {
-      claim = await store.claim(event.id);
-      if (claim !== 'claimed' && claim !== 'in-flight' && claim !== 'completed') {
-        throw new TypeError(`store.claim() answered ${JSON.stringify(claim)}, not claimed/in-flight/completed`);
-      }
-    } catch (cause) {
-      return reject(
-        webhooks,
-        new WebhookVerificationError(
-          'STORE_UNAVAILABLE',
-          'The idempotency store is unavailable, so the event was not processed; the service will retry it.',
-          { cause },
-        ),
-        errorContext,
-      );
-    }
-    if (claim === 'completed') return ok(true);
-    if (claim === 'in-flight') {
-      return reject(
-        webhooks,
-        new WebhookVerificationError(
-          'IN_FLIGHT',
-          'This event is still being processed by an earlier delivery; it was not run again.',
-        ),
-        errorContext,
-      );
-    }
-  }
-
-  const context: HandlerContext = { deliveryId, timestamp, request };
-  try {
-    for (const handler of handlers) await handler(event, context);
-  } catch (cause) {
-    if (store) {
-      try {
-        await store.release(event.id);
-      } catch (releaseCause) {
-        webhooks.reportError(
-          new WebhookVerificationError(
-            'STORE_UNAVAILABLE',
-            `The store could not release event ${event.id} after a handler failed; retries answer 409 until its claim expires.`,
-            { cause: releaseCause },
-          ),
-          errorContext,
-        );
-      }
-    }
-    // The body must not repeat the handler's message: it may hold internal details.
-    return reject(
-      webhooks,
-      new WebhookVerificationError(
-        'HANDLER_FAILED',
-        `A handler for ${event.type} failed; the event was not marked processed, so the service's retry will run it again.`,
-        { cause },
-      ),
-      errorContext,
-    );
-  }
-
-  if (store) {
-    try {
-      await store.complete(event.id);
-    } catch (cause) {
-      // The work is done: answering an error would only make the service send it again.
-      webhooks.reportError(
-        new WebhookVerificationError(
-          'STORE_UNAVAILABLE',
-          `Handlers for event ${event.id} succeeded but the store could not record it; a redelivery may run them again.`,
-          { cause },
-        ),
-        errorContext,
-      );
-    }
-  }
-  return ok(false);
+  const outcome = await runOnce(
+    host,
+    handlers,
+    event,
+    { deliveryId, timestamp, request },
+    { request, deliveryId, timestamp, event },
+  );
+  return answerOutcome(outcome);
 }

@@ -5,20 +5,43 @@ export type ClaimResult = 'claimed' | 'in-flight' | 'completed';
  * Where pixhook records which events were processed, so each runs once. `MemoryStore` (the default)
  * serves one process; `@pixhook/redis` serves several instances behind one URL.
  *
+ * Every call carries the `token` of one claim attempt (unique across processes), so that a run whose
+ * claim expired cannot complete or release the claim of a later delivery. A store written for the
+ * one-argument form (`claim(id)`, `complete(id)`, `release(id)`) keeps working: it ignores the token,
+ * and then a handler that outlives the claim can free a later delivery's claim, as before.
+ *
  * @example
  * const store: IdempotencyStore = {
- *   async claim(id) { … return 'claimed' },
- *   async complete(id) { … },
- *   async release(id) { … },
+ *   async claim(id, token) { … return 'claimed' },
+ *   async complete(id, token) { … },
+ *   async release(id, token) { … },
  * }
  */
 export interface IdempotencyStore {
-  /** Atomically claims `eventId`. `'claimed'`: the caller runs the handlers. */
-  claim(eventId: string): Promise<ClaimResult>;
-  /** All handlers succeeded: later deliveries of `eventId` answer 200 without running them. */
-  complete(eventId: string): Promise<void>;
-  /** A handler failed: the next delivery of `eventId` may claim it again. */
-  release(eventId: string): Promise<void>;
+  /** Atomically claims `eventId` for `token`. `'claimed'`: the caller runs the handlers. */
+  claim(eventId: string, token: string): Promise<ClaimResult>;
+  /**
+   * All handlers succeeded: later deliveries of `eventId` answer 200 without running them. Records
+   * the completion when `token` still holds the claim or nobody does; rejects, changing nothing, when
+   * another claim holds the event now (core reports it through `onError`; the answer stays 200).
+   */
+  complete(eventId: string, token: string): Promise<void>;
+  /** A handler failed: drops the claim if `token` still holds it, so the next delivery may claim again. */
+  release(eventId: string, token: string): Promise<void>;
+  /**
+   * Optional. Renews `token`'s claim for another in-flight period; resolves `false` when the claim is
+   * no longer `token`'s. Core calls it for handlers that run past `handlerTimeoutMs`, every third of
+   * `inFlightTtlMs`, so a slow handler keeps its claim until it really ends.
+   */
+  extend?(eventId: string, token: string): Promise<boolean>;
+  /** Optional. How long a claim holds, in ms; paces `extend`. */
+  readonly inFlightTtlMs?: number;
+  /**
+   * Optional. A condition that weakens the guarantee without failing a claim (`MemoryStore`: ids
+   * forgotten before their TTL because it was full), handed over once; core asks after each claim
+   * and reports it through `onError` as `DUPLICATE_WINDOW_SHORTENED`. Rate-limit it in the store.
+   */
+  takeWarning?(): Error | undefined;
 }
 
 /**
@@ -29,7 +52,8 @@ export const DEFAULT_COMPLETED_TTL_MS = 48 * 60 * 60 * 1000;
 
 /**
  * How long a claim holds by default while handlers run: 10 minutes. Past it, a retry may claim the
- * event again, so keep handlers well under it (the service gives up on an answer after 10 s anyway).
+ * event again, unless the store can `extend` claims (`MemoryStore` and `RedisStore` can): then core
+ * renews the claim of a handler that is still running.
  */
 export const DEFAULT_IN_FLIGHT_TTL_MS = 10 * 60 * 1000;
 

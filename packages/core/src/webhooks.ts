@@ -1,4 +1,4 @@
-import { toBytes } from './crypto.js';
+import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './context.js';
 import type { WebhookVerificationError } from './errors.js';
 import {
   type AnyEvent,
@@ -10,38 +10,18 @@ import {
 } from './events.js';
 import type { HeadersInput } from './headers.js';
 import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './options.js';
-import { type HandleInput, runPipeline, type WebhookResponse } from './pipeline.js';
+import {
+  type HandleInput,
+  headersOf,
+  type PipelineHost,
+  rawBytes,
+  runPipeline,
+  type WebhookResponse,
+} from './pipeline.js';
 import { verifyDelivery, verifyDeliveryAnywhere } from './verify.js';
 
-/** What a handler receives besides the event. */
-export interface HandlerContext<TRequest = unknown> {
-  /** The X-Service-Delivery header: one id per delivery attempt's delivery. */
-  deliveryId: string;
-  /** The signature's `t`, in Unix seconds. */
-  timestamp: number;
-  /** What the adapter passed: Express `req`, Fastify `request`, Koa `ctx`, the fetch `Request`. */
-  request: TRequest;
-}
+export type { ErrorContext, ErrorHandler, EventHandler, HandlerContext } from './context.js';
 
-/** What an `onError` listener receives besides the error; fields are set when known. */
-export interface ErrorContext<TRequest = unknown> {
-  request: TRequest;
-  deliveryId?: string;
-  timestamp?: number;
-  /** The verified event, for handler and store failures. */
-  event?: AnyEvent;
-}
-
-/** A handler for one or more event types; may be async. Throwing or rejecting answers 500. */
-export type EventHandler<TEvent, TRequest = unknown> = (event: TEvent, context: HandlerContext<TRequest>) => unknown;
-
-/** An `onError` listener. It is called synchronously and must not throw (if it does, it is ignored). */
-export type ErrorHandler<TRequest = unknown> = (
-  error: WebhookVerificationError,
-  context: ErrorContext<TRequest>,
-) => unknown;
-
-type AnyHandler = EventHandler<AnyEvent, unknown>;
 const KNOWN = new Set<string>(EVENT_TYPES);
 
 /**
@@ -55,27 +35,38 @@ const KNOWN = new Set<string>(EVENT_TYPES);
  * app.post('/webhooks', webhookMiddleware(webhooks))
  */
 export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = unknown> {
-  /** @internal Validated options (not enumerable: they hold the secrets). */
-  declare readonly options: ResolvedOptions;
+  // Private fields: no reflection (getOwnPropertyDescriptors, showHidden inspection) reaches them.
+  readonly #options: ResolvedOptions;
   readonly #byType = new Map<string, AnyHandler[]>();
   readonly #any: AnyHandler[] = [];
   readonly #errorHandlers: ErrorHandler<TRequest>[] = [];
+  /** What the pipeline sees: the options, the handlers of a type, and the error reporter. */
+  readonly #host: PipelineHost;
 
   constructor(options: WebhooksOptions) {
-    // Non-enumerable so that logging, inspecting or serialising the instance never shows a secret.
-    Object.defineProperty(this, 'options', { value: resolveOptions(options), enumerable: false });
+    this.#options = resolveOptions(options);
+    this.#host = {
+      options: this.#options,
+      handlersFor: (type) => this.#byType.get(type) ?? this.#any,
+      reportError: (error, context) => this.#reportError(error, context as ErrorContext<TRequest>),
+    };
   }
 
   /** What `console.log(webhooks)` shows: the settings, never the secrets. */
   [Symbol.for('nodejs.util.inspect.custom')](): string {
-    const { secrets, tolerance, maxBodyBytes, store } = this.options;
+    const { secrets, tolerance, maxBodyBytes, store } = this.#options;
     const storeName = store === false ? 'false' : (store.constructor?.name ?? 'custom');
     return `Webhooks { secrets: ${secrets.length} (hidden), tolerance: ${tolerance}, maxBodyBytes: ${maxBodyBytes}, store: ${storeName} }`;
   }
 
   /** Largest body accepted, in bytes (the `maxBodyBytes` option). */
   get maxBodyBytes(): number {
-    return this.options.maxBodyBytes;
+    return this.#options.maxBodyBytes;
+  }
+
+  /** Milliseconds a body may take to arrive (the `bodyTimeoutMs` option); undefined when off. */
+  get bodyTimeoutMs(): number | undefined {
+    return this.#options.bodyTimeoutMs;
   }
 
   /**
@@ -138,7 +129,7 @@ export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = u
    * const event = webhooks.verify(req.rawBody, req.headers)
    */
   verify(rawBody: Uint8Array | string, headers: HeadersInput): AnyEvent<M> {
-    return verifyDelivery(this.options, toBytes(rawBody), headers).event as AnyEvent<M>;
+    return verifyDelivery(this.#options, rawBytes(rawBody, 'verify()'), headersOf(headers)).event as AnyEvent<M>;
   }
 
   /**
@@ -152,7 +143,8 @@ export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = u
    * const event = await webhooks.verifyAsync(new Uint8Array(await request.arrayBuffer()), request.headers)
    */
   async verifyAsync(rawBody: Uint8Array | string, headers: HeadersInput): Promise<AnyEvent<M>> {
-    return (await verifyDeliveryAnywhere(this.options, toBytes(rawBody), headers)).event as AnyEvent<M>;
+    return (await verifyDeliveryAnywhere(this.#options, rawBytes(rawBody, 'verifyAsync()'), headersOf(headers)))
+      .event as AnyEvent<M>;
   }
 
   /**
@@ -163,16 +155,17 @@ export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = u
    * const { status, headers, body } = await webhooks.handle({ method: 'POST', headers, body: rawBody })
    */
   handle(input: HandleInput<TRequest>): Promise<WebhookResponse> {
-    return runPipeline(this as unknown as Webhooks, input as HandleInput);
+    return runPipeline(this.#host, input as HandleInput);
   }
 
-  /** @internal The handlers to run for an event of `type`, in registration order. */
-  handlersFor(type: string): readonly AnyHandler[] {
-    return this.#byType.get(type) ?? this.#any;
-  }
-
-  /** @internal Tells every `onError` listener; a listener that throws is ignored. */
-  reportError(error: WebhookVerificationError, context: ErrorContext<TRequest>): void {
+  /** Tells every `onError` listener (a listener that throws is ignored); with none, logs failures. */
+  #reportError(error: WebhookVerificationError, context: ErrorContext<TRequest>): void {
+    if (this.#errorHandlers.length === 0) {
+      // Like Express's default error handler: a failure nobody listens for must still be seen.
+      // Rejected requests (4xx, 409) are not logged: anyone can send them.
+      if (error.status >= 500 || error.code === 'DUPLICATE_WINDOW_SHORTENED') logUnheard(error, context);
+      return;
+    }
     for (const listener of this.#errorHandlers) {
       try {
         const result = listener(error, context);
@@ -192,6 +185,19 @@ export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = u
     }
     return list;
   }
+}
+
+/** The default `onError`: one line with the code, the event and delivery, then the cause. */
+function logUnheard(error: WebhookVerificationError, context: ErrorContext): void {
+  const where = [
+    context.event && `${context.event.type} ${context.event.id}`,
+    context.deliveryId && `delivery ${context.deliveryId}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
+  const line = `pixhook: ${error.code}${where ? ` (${where.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?')})` : ''}: ${error.message} (register webhooks.onError() to handle these yourself)`;
+  if (error.cause === undefined) console.error(line);
+  else console.error(line, error.cause);
 }
 
 export type { HeadersInput };

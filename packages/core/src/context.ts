@@ -1,0 +1,38 @@
+import type { WebhookVerificationError } from './errors.js';
+import type { AnyEvent } from './events.js';
+
+/** What a handler receives besides the event. */
+export interface HandlerContext<TRequest = unknown> {
+  /** The X-Service-Delivery header: one id per delivery attempt's delivery. Not signed. */
+  deliveryId: string;
+  /** The signature's `t`, in Unix seconds. */
+  timestamp: number;
+  /** What the adapter passed: Express `req`, Fastify `request`, Koa `ctx`, the fetch `Request`. */
+  request: TRequest;
+}
+
+/** What an `onError` listener receives besides the error; fields are set when known. */
+export interface ErrorContext<TRequest = unknown> {
+  request: TRequest;
+  /**
+   * The X-Service-Delivery header as sent, to match the error with the service's dashboard. It is
+   * never signed; for a rejected request it may come from anyone.
+   */
+  deliveryId?: string;
+  /** The signature's `t`, for verified deliveries. */
+  timestamp?: number;
+  /** The verified event, for handler and store failures. */
+  event?: AnyEvent;
+}
+
+/** A handler for one or more event types; may be async. Throwing or rejecting answers 500. */
+export type EventHandler<TEvent, TRequest = unknown> = (event: TEvent, context: HandlerContext<TRequest>) => unknown;
+
+/** An `onError` listener. It is called synchronously and must not throw (if it does, it is ignored). */
+export type ErrorHandler<TRequest = unknown> = (
+  error: WebhookVerificationError,
+  context: ErrorContext<TRequest>,
+) => unknown;
+
+/** A handler as the pipeline stores and runs it. */
+export type AnyHandler = EventHandler<AnyEvent, unknown>;
