@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_COMPLETED_TTL_MS, DEFAULT_IN_FLIGHT_TTL_MS, MemoryStore } from './index.js';
+import { DEFAULT_COMPLETED_TTL_MS, DEFAULT_IN_FLIGHT_TTL_MS, MemoryStore, Webhooks } from './index.js';
+import { createSignedRequest, createTestEvent } from './testing.js';
 
 /** A clock the test moves by hand. */
 function clock(start = 1_000_000) {
@@ -180,5 +181,71 @@ describe('MemoryStore', () => {
   it('accepts explicit undefined options as defaults', async () => {
     const store = new MemoryStore({ completedTtlMs: undefined, inFlightTtlMs: undefined, maxEntries: undefined });
     expect(await store.claim('evt_1')).toBe('claimed');
+  });
+});
+
+describe('MemoryStore: forgetting ids before completedTtlMs', () => {
+  it('says so once a minute, with how many and how young', async () => {
+    let now = 1_000_000;
+    const store = new MemoryStore({ maxEntries: 10, now: () => now });
+    for (let i = 0; i < 10; i++) {
+      expect(await store.claim(`evt_${i}`, 't')).toBe('claimed');
+      await store.complete(`evt_${i}`, 't');
+      now += 60_000;
+    }
+    expect(store.takeWarning()).toBeUndefined();
+    // Full: the next claim forgets the oldest completed events, long before their 48 h.
+    expect(await store.claim('evt_new', 't')).toBe('claimed');
+    const warning = store.takeWarning();
+    expect(warning?.message).toMatch(/forgot 1 completed event\(s\) before completedTtlMs because maxEntries \(10\)/);
+    expect(warning?.message).toMatch(/the youngest was 0\.2 h old/);
+    expect(await store.claim('evt_0', 't')).toBe('claimed'); // forgotten: it would run again
+    // Rate-limited: more forgetting within the minute is counted, not said.
+    for (let i = 0; i < 5; i++) await store.claim(`evt_more_${i}`, 't');
+    expect(store.takeWarning()).toBeUndefined();
+    now += 60_000;
+    expect(store.takeWarning()?.message).toMatch(/forgot \d+ completed/);
+    expect(store.takeWarning()).toBeUndefined();
+  });
+
+  it('core tells onError (DUPLICATE_WINDOW_SHORTENED) and the answers stay 200', async () => {
+    const webhooks = new Webhooks({ secret: 'whsec_window', store: new MemoryStore({ maxEntries: 3 }) });
+    const codes: string[] = [];
+    webhooks.onError((error) => void codes.push(error.code));
+    webhooks.on('image.created', () => {});
+    for (let i = 0; i < 6; i++) {
+      const res = await webhooks.handle(
+        createSignedRequest(createTestEvent('image.created'), { secret: 'whsec_window' }),
+      );
+      expect(res.status).toBe(200);
+    }
+    expect(codes).toEqual(['DUPLICATE_WINDOW_SHORTENED']);
+  });
+
+  it('expired entries dropped to make room are not reported', async () => {
+    let now = 0;
+    const store = new MemoryStore({ maxEntries: 3, completedTtlMs: 1000, now: () => now });
+    for (const id of ['evt_a', 'evt_b', 'evt_c']) {
+      await store.claim(id, 't');
+      await store.complete(id, 't');
+    }
+    now += 1001;
+    expect(await store.claim('evt_d', 't')).toBe('claimed');
+    expect(store.takeWarning()).toBeUndefined();
+  });
+
+  it('the default remembers 100,000 events: 48 h at 2,000 events an hour', () => {
+    // 2,000 events/h × 48 h = 96,000 ≤ 100,000.
+    expect(new MemoryStore().inFlightTtlMs).toBe(DEFAULT_IN_FLIGHT_TTL_MS);
+    const store = new MemoryStore({ now: () => 0 });
+    return (async () => {
+      for (let i = 0; i < 99_999; i++) {
+        await store.claim(`evt_${i}`, 't');
+        await store.complete(`evt_${i}`, 't');
+      }
+      expect(await store.claim('evt_last', 't')).toBe('claimed');
+      expect(store.takeWarning()).toBeUndefined();
+      expect(await store.claim('evt_0', 't')).toBe('completed');
+    })();
   });
 });

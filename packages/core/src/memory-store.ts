@@ -20,7 +20,7 @@ export interface MemoryStoreOptions {
   inFlightTtlMs?: number;
   /**
    * Most events remembered at once. The default keeps every event for the whole 48 h at up to
-   * 2,000 events an hour (about 15 MB). When full, the oldest completed events are forgotten first
+   * 2,000 events an hour (about 25 MB). When full, the oldest completed events are forgotten first
    * (a retry of one of them would run again, and `onError` is told, at most once a minute); a store
    * full of in-flight events refuses new claims (503), it never drops a running claim.
    * @default 100_000

@@ -61,6 +61,17 @@ describe('new Webhooks(options) validation', () => {
     ['maxBodyBytes null', { secret: SECRET, maxBodyBytes: null }, /maxBodyBytes/],
     ['now null', { secret: SECRET, now: null }, /now must be a function/],
     ['now not a function', { secret: SECRET, now: 5 }, /now must be a function/],
+    ['a misspelled option', { secret: SECRET, tolerence: 300 }, /no option "tolerence"\. Did you mean "tolerance"\?/],
+    ['a misspelled camel case', { secret: SECRET, maxbodybytes: 10 }, /Did you mean "maxBodyBytes"\?/],
+    ['secrets for secret', { secret: SECRET, secrets: [SECRET] }, /Did you mean "secret"\?/],
+    ['an unrelated option', { secret: SECRET, port: 3000 }, /no option "port"\. Options: secret, tolerance/],
+    ["tolerance '300' names the type", { secret: SECRET, tolerance: '300' }, /got the string "300"/],
+    ['tolerance an object names the type', { secret: SECRET, tolerance: {} }, /got an object/],
+    ['maxBodyBytes a string names the type', { secret: SECRET, maxBodyBytes: '1mb' }, /got a string of 3 characters/],
+    ['bodyTimeoutMs 0', { secret: SECRET, bodyTimeoutMs: 0 }, /bodyTimeoutMs must be a positive whole number/],
+    ['bodyTimeoutMs true', { secret: SECRET, bodyTimeoutMs: true }, /bodyTimeoutMs.*got a boolean/],
+    ['handlerTimeoutMs -5', { secret: SECRET, handlerTimeoutMs: -5 }, /handlerTimeoutMs.*got the number -5/],
+    ['handlerTimeoutMs 1.5', { secret: SECRET, handlerTimeoutMs: 1.5 }, /handlerTimeoutMs/],
   ])('%s → TypeError', (_name, options, message) => {
     const error = buildError(options);
     expect(error).toBeInstanceOf(TypeError);
@@ -77,6 +88,9 @@ describe('new Webhooks(options) validation', () => {
     ['a custom store', { secret: SECRET, store }],
     ['a MemoryStore', { secret: SECRET, store: new MemoryStore({ maxEntries: 5 }) }],
     ['maxBodyBytes 1', { secret: SECRET, maxBodyBytes: 1 }],
+    ['deadlines off', { secret: SECRET, bodyTimeoutMs: false, handlerTimeoutMs: false }],
+    ['deadlines set', { secret: SECRET, bodyTimeoutMs: 1000, handlerTimeoutMs: 9000 }],
+    ['options left undefined', { secret: SECRET, store: undefined, now: undefined, bodyTimeoutMs: undefined }],
     ['a secret with inner spaces', { secret: 'my secret phrase' }],
   ])('accepts %s', (_name, options) => {
     expect(buildError(options)).toBeUndefined();
@@ -113,6 +127,9 @@ describe('new Webhooks(options) validation', () => {
       { secret: secrets[0], maxBodyBytes: 0 },
       { secret: [secrets[0], secrets[1]], store: {} },
       { secret: secrets[0], now: 'x' },
+      // A secret passed to the wrong option is not echoed back.
+      { secret: secrets[0], tolerance: secrets[1] },
+      { secret: secrets[0], maxBodyBytes: secrets[0] },
     ];
     for (const options of bad) {
       const error = buildError(options);
