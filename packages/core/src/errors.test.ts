@@ -35,6 +35,16 @@ describe('WebhookVerificationError', () => {
       STORE_UNAVAILABLE: 503,
     });
   });
+
+  it('maps the codes pixhook adds beyond the contract', () => {
+    expect(ERROR_STATUS).toMatchObject({
+      BODY_UNREADABLE: 400,
+      BODY_TIMEOUT: 408,
+      HANDLER_TIMEOUT: 503,
+      INTERNAL_ERROR: 500,
+      DUPLICATE_WINDOW_SHORTENED: 200,
+    });
+  });
 });
 
 describe('isWebhookVerificationError', () => {

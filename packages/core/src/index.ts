@@ -1,4 +1,5 @@
 export {
+  bodyTimeout,
   ERROR_STATUS,
   isWebhookVerificationError,
   type WebhookErrorCode,
@@ -18,6 +19,7 @@ export {
 } from './events.js';
 export type { HeadersInput } from './headers.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
+export { assertKnownOptions, describeType } from './option-checks.js';
 export type { WebhooksOptions } from './options.js';
 export type { BodyReader, HandleInput, WebhookResponse } from './pipeline.js';
 export { sign } from './sign.js';

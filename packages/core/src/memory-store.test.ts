@@ -178,6 +178,13 @@ describe('MemoryStore', () => {
     expect(() => new MemoryStore({ [name]: value } as never)).toThrow(new RegExp(`${name}.*positive whole number`));
   });
 
+  it('a misspelled option throws with the closest name; a wrong type is named', () => {
+    expect(() => new MemoryStore({ maxEntry: 5 } as never)).toThrow(/no option "maxEntry"\. Did you mean "maxEntries"\?/);
+    expect(() => new MemoryStore({ completedTTLMs: 5 } as never)).toThrow(/Did you mean "completedTtlMs"\?/);
+    expect(() => new MemoryStore({ maxEntries: '10' } as never)).toThrow(/got the string "10"/);
+    expect(() => new MemoryStore(null as never)).toThrow(/options object/);
+  });
+
   it('accepts explicit undefined options as defaults', async () => {
     const store = new MemoryStore({ completedTtlMs: undefined, inFlightTtlMs: undefined, maxEntries: undefined });
     expect(await store.claim('evt_1')).toBe('claimed');

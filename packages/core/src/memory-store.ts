@@ -1,3 +1,4 @@
+import { assertKnownOptions, describeType } from './option-checks.js';
 import {
   type ClaimResult,
   DEFAULT_COMPLETED_TTL_MS,
@@ -43,9 +44,7 @@ const WARN_EVERY_MS = 60_000;
 function positiveInteger(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new TypeError(
-      `MemoryStore: ${name} must be a positive whole number, got ${typeof value === 'number' ? value : `${typeof value} ${JSON.stringify(value)}`}.`,
-    );
+    throw new TypeError(`MemoryStore: ${name} must be a positive whole number, got ${describeType(value)}.`);
   }
   return value;
 }
@@ -77,6 +76,11 @@ export class MemoryStore implements IdempotencyStore {
     if (typeof options !== 'object' || options === null) {
       throw new TypeError('MemoryStore: new MemoryStore(options) takes an options object.');
     }
+    assertKnownOptions(
+      options,
+      ['completedTtlMs', 'inFlightTtlMs', 'maxEntries', 'now'],
+      'MemoryStore: new MemoryStore(options)',
+    );
     this.#completedTtlMs = positiveInteger(options.completedTtlMs, DEFAULT_COMPLETED_TTL_MS, 'completedTtlMs');
     this.inFlightTtlMs = positiveInteger(options.inFlightTtlMs, DEFAULT_IN_FLIGHT_TTL_MS, 'inFlightTtlMs');
     this.#maxEntries = positiveInteger(options.maxEntries, 100_000, 'maxEntries');
