@@ -125,6 +125,25 @@ describe('property: hostile input', () => {
       RUNS,
     );
   });
+  it('a v1 with any character that is not an ASCII hex digit never matches, whatever its low byte', () => {
+    const webhooks = make();
+    fc.assert(
+      fc.property(envelopeArb, fc.nat({ max: 63 }), fc.integer({ min: 1, max: 0xff }), (event, at, high) => {
+        const body = JSON.stringify(event);
+        const good = createHmac('sha256', SECRET).update(`${NOW}.${body}`).digest('hex');
+        // Same low byte as the right digit: what Buffer.from(…, 'hex') used to keep.
+        const char = String.fromCharCode((high << 8) | good.charCodeAt(at));
+        const headers = {
+          'x-service-signature': `t=${NOW},v1=${good.slice(0, at)}${char}${good.slice(at + 1)}`,
+          'x-service-event': event.type,
+          'x-service-delivery': 'dlv_1',
+        };
+        const error = verifyError(() => webhooks.verify(body, headers));
+        expect((error as WebhookVerificationError)?.code).toBe('SIGNATURE_MISMATCH');
+      }),
+      RUNS,
+    );
+  });
 });
 
 /** A header that carries the right signature among noise: any order, spaces, other schemes, wrong v1s, either case. */

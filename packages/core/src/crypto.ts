@@ -67,18 +67,13 @@ function hexDigit(code: number): number {
   return code < 128 ? (HEX_VALUE[code] as number) : -1;
 }
 
-const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
-
-/** 32 bytes from 64 hex digits (either case), or undefined when the text is anything else. */
+/** 32 bytes from 64 ASCII hex digits (either case), or undefined when the text is anything else. */
 export function hexToBytes32(hex: string): Uint8Array | undefined {
-  // No regex and no parseInt: they cost as much as the rest of verify's own work at 1 KiB bodies.
+  // One table loop on every runtime. Not Buffer.from(hex, 'hex'): it keeps the low byte of any
+  // code unit, so "š" (U+0161) decodes as "a" and a v1 that is not hex could match on Node alone.
+  // No regex and no parseInt either: they cost as much as the rest of verify's own work at 1 KiB.
   // The v1 text is the sender's, not a secret, so decoding it need not be constant-time.
   if (hex.length !== 64) return undefined;
-  if (NodeBuffer) {
-    // Node stops decoding at the first non-hex digit, so 32 bytes means 64 valid digits.
-    const bytes = NodeBuffer.from(hex, 'hex');
-    return bytes.byteLength === 32 ? bytes : undefined;
-  }
   const out = new Uint8Array(32);
   for (let i = 0; i < 32; i++) {
     const high = hexDigit(hex.charCodeAt(2 * i));

@@ -108,6 +108,14 @@ const CORPUS: Case[] = [
   },
   {
     ...valid,
+    name: 'v1 with "š" (low byte "a") for a hex digit',
+    headers: {
+      ...valid.headers,
+      'x-service-signature': `t=${NOW},v1=${v1Of(valid).replace(/[a-f]/, (c) => String.fromCharCode(0x100 | c.charCodeAt(0)))}`,
+    },
+  },
+  {
+    ...valid,
     name: 'v1 of another t',
     headers: { ...valid.headers, 'x-service-signature': `t=${NOW - 1},v1=${v1Of(valid)}` },
   },

@@ -183,6 +183,21 @@ describe('webhooks.verify()', () => {
     expect(webhooks().verify(body, headers).type).toBe('image.resized');
   });
 
+  it('a v1 that is not 64 ASCII hex digits never matches, even where each character keeps the right low byte', () => {
+    const { body, headers } = signed();
+    const good = (headers['x-service-signature'] as string).split('v1=')[1] as string;
+    const w = webhooks();
+    expect(w.verify(body, headers).id).toBe('evt_verify_1');
+    // "š" is U+0161: its low byte is "a". Buffer.from(…, 'hex') used to read it as "a".
+    for (const at of [0, good.search(/[a-f]/), 63]) {
+      for (const high of [0x100, 0x4e00, 0xff00]) {
+        const v1 = `${good.slice(0, at)}${String.fromCharCode(high | good.charCodeAt(at))}${good.slice(at + 1)}`;
+        const forged = { ...headers, 'x-service-signature': `t=${NOW},v1=${v1}` };
+        expect(rejection(() => w.verify(body, forged)).code).toBe('SIGNATURE_MISMATCH');
+      }
+    }
+  });
+
   it('drops __proto__ keys instead of polluting prototypes', () => {
     const body = `{"id":"evt_p","type":"image.created","created":1,"data":{"object":{"__proto__":{"polluted":1},"x":1}}}`;
     const event = webhooks().verify(body, sigBody(body).headers);
