@@ -6,6 +6,7 @@ import { registerSign } from './commands/sign.js';
 import { registerSimulate } from './commands/simulate.js';
 import { registerVerify } from './commands/verify.js';
 import { EXIT } from './io/errors.js';
+import { escapeText } from './io/escape.js';
 import { pc } from './io/output.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -43,9 +44,9 @@ try {
     // Commander has printed the message (or the help) already.
     process.exitCode = error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   } else {
-    // Messages from pixhook and core never carry the secret.
+    // Messages from pixhook and core never carry the secret; they may quote a file's content.
     const message = (error as Error)?.message ?? String(error);
-    process.stderr.write(`${pc.red('pixhook:')} ${message.replace(/^pixhook: /, '')}\n`);
+    process.stderr.write(`${pc.red('pixhook:')} ${escapeText(message.replace(/^pixhook: /, ''))}\n`);
     process.exitCode = EXIT.usage;
   }
 }

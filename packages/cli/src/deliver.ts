@@ -23,6 +23,8 @@ export interface AttemptOutcome {
   ms: number;
   /** The response body as text (when an answer came back in time). */
   body?: string;
+  /** The response's Content-Type (when an answer came back in time and had one). */
+  contentType?: string;
   /** Why no answer counted: the deadline passed, or the connection failed. */
   failure?: 'timeout' | 'network';
   /** A short description of a network failure, e.g. `ECONNREFUSED`. */
@@ -66,7 +68,13 @@ export function deliver(request: DeliveryRequest): Promise<AttemptOutcome> {
         // The deadline covers the whole answer, body included: the service waits for all of it.
         res.on('end', () => {
           const status = res.statusCode ?? 0;
-          finish({ ok: status >= 200 && status < 300, status, body: Buffer.concat(chunks).toString('utf8') });
+          const contentType = res.headers['content-type'];
+          finish({
+            ok: status >= 200 && status < 300,
+            status,
+            body: Buffer.concat(chunks).toString('utf8'),
+            ...(contentType === undefined ? {} : { contentType }),
+          });
         });
         res.on('error', fail);
       },

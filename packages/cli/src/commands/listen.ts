@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { type AnyEvent, Webhooks } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
 import { type Command, InvalidArgumentError } from 'commander';
+import { escapeText, safeJson } from '../io/escape.js';
 import { nonNegativeInteger, positiveNumber, requireSecret, secretOption } from '../io/options.js';
 import { errorCode, formatStatus, pc } from '../io/output.js';
 
@@ -87,9 +88,9 @@ export function registerListen(program: Command): void {
       const { port } = server.address() as AddressInfo;
       const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
       if (options.json) {
-        process.stdout.write(`${JSON.stringify({ listening: url })}\n`);
+        process.stdout.write(`${safeJson({ listening: url })}\n`);
       } else {
-        process.stdout.write(`listening on ${pc.bold(url)} (any path); Ctrl-C to stop\n`);
+        process.stdout.write(`listening on ${pc.bold(escapeText(url))} (any path); Ctrl-C to stop\n`);
       }
       const stop = () => {
         server.closeAllConnections();
@@ -108,17 +109,19 @@ function portNumber(value: string): number {
 
 function report(record: RequestRecord, status: number, body: string, json: boolean): void {
   const { req, event } = record;
+  // Unsigned headers, the path and even a signed body are anyone's text: printed escaped.
   const deliveryId = req.headers['x-service-delivery'];
   const code = errorCode(body);
+  const message = code ? (JSON.parse(body) as { error: { message: string } }).error.message : undefined;
   const duplicate = status === 200 && event === undefined;
   if (json) {
     process.stdout.write(
-      `${JSON.stringify({
+      `${safeJson({
         time: new Date().toISOString(),
         method: req.method,
         path: req.url,
         status,
-        ...(code ? { code, message: (JSON.parse(body) as { error: { message: string } }).error.message } : {}),
+        ...(code ? { code, message } : {}),
         deliveryId,
         ...(duplicate ? { duplicate: true } : {}),
         ...(record.failedOnPurpose ? { failedOnPurpose: true } : {}),
@@ -128,15 +131,13 @@ function report(record: RequestRecord, status: number, body: string, json: boole
     return;
   }
   const time = pc.dim(new Date().toISOString().slice(11, 23));
-  let line = `${time} ${req.method} ${req.url} ${pc.dim('←')} ${formatStatus(status)}`;
-  if (code) line += ` ${code}`;
-  if (event) line += `  ${pc.bold(event.type)}  ${event.id}`;
-  if (deliveryId) line += pc.dim(`  delivery ${deliveryId}`);
+  let line = `${time} ${escapeText(req.method)} ${escapeText(req.url)} ${pc.dim('←')} ${formatStatus(status)}`;
+  if (code) line += ` ${escapeText(code)}`;
+  if (event) line += `  ${pc.bold(escapeText(event.type))}  ${escapeText(event.id)}`;
+  if (deliveryId) line += pc.dim(`  delivery ${escapeText(deliveryId)}`);
   if (duplicate) line += pc.dim('  (event already processed: handlers not run again)');
   if (record.failedOnPurpose) line += pc.yellow('  (failed on purpose: --fail-first)');
   process.stdout.write(`${line}\n`);
-  if (code && !record.failedOnPurpose) {
-    process.stdout.write(`  ${(JSON.parse(body) as { error: { message: string } }).error.message}\n`);
-  }
-  if (event && status === 200) process.stdout.write(`${JSON.stringify(event, null, 2)}\n`);
+  if (message !== undefined && !record.failedOnPurpose) process.stdout.write(`  ${escapeText(message)}\n`);
+  if (event && status === 200) process.stdout.write(`${safeJson(event, 2)}\n`);
 }

@@ -2,6 +2,7 @@ import { createSignedRequest } from '@pixhook/core/testing';
 import type { Command } from 'commander';
 import { deliver } from '../deliver.js';
 import { EXIT } from '../io/errors.js';
+import { escapeText } from '../io/escape.js';
 import { buildEvent } from '../io/event.js';
 import { httpUrl, positiveNumber, requireSecret, secretOption, TYPE_HELP } from '../io/options.js';
 import { errorCode, formatBody, formatStatus, pc, printJson } from '../io/output.js';
@@ -57,7 +58,7 @@ export function registerSend(program: Command): void {
       const deliveryId = request.headers['x-service-delivery'];
       if (!options.json) {
         process.stdout.write(
-          `${pc.dim('→')} POST ${url}  ${pc.bold(event.type)}  ${event.id}  ${pc.dim(`delivery ${deliveryId}`)}\n`,
+          `${pc.dim('→')} POST ${escapeText(url)}  ${pc.bold(escapeText(event.type))}  ${escapeText(event.id)}  ${pc.dim(`delivery ${escapeText(deliveryId)}`)}\n`,
         );
       }
       const outcome = await deliver({ url, ...request, deadlineSeconds: options.deadline });
@@ -69,15 +70,15 @@ export function registerSend(program: Command): void {
       if (outcome.status !== undefined) {
         const code = errorCode(outcome.body);
         process.stdout.write(
-          `${pc.dim('←')} ${formatStatus(outcome.status)}${code ? ` ${code}` : ''} in ${formatDuration(outcome.ms)}\n`,
+          `${pc.dim('←')} ${formatStatus(outcome.status)}${code ? ` ${escapeText(code)}` : ''} in ${formatDuration(outcome.ms)}\n`,
         );
-        if (outcome.body) process.stdout.write(`${formatBody(outcome.body)}\n`);
+        if (outcome.body) process.stdout.write(`${formatBody(outcome.body, outcome.contentType)}\n`);
       } else if (outcome.failure === 'timeout') {
         process.stdout.write(
           `${pc.red('✗')} no answer within ${options.deadline} s: the service counts this as a failed attempt\n`,
         );
       } else {
-        process.stdout.write(`${pc.red('✗')} could not reach ${url}: ${outcome.detail}\n`);
+        process.stdout.write(`${pc.red('✗')} could not reach ${escapeText(url)}: ${escapeText(outcome.detail)}\n`);
       }
       if (outcome.status !== undefined && !outcome.ok) {
         process.stdout.write(`${pc.red('✗')} not a 2xx: the service would retry this delivery\n`);

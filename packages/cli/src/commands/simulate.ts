@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { EXIT } from '../io/errors.js';
+import { escapeText } from '../io/escape.js';
 import { buildEvent } from '../io/event.js';
 import { httpUrl, positiveInteger, positiveNumber, requireSecret, secretOption, TYPE_HELP } from '../io/options.js';
 import { pc, printJson } from '../io/output.js';
@@ -78,7 +79,7 @@ export function registerSimulate(program: Command): void {
         : progressReporter(process.stdout, { timeScale, deadlineSeconds: deadline });
       if (!options.json) {
         process.stdout.write(
-          `${pc.bold(event.type)} ${event.id} → ${url}\n${pc.dim(
+          `${pc.bold(escapeText(event.type))} ${escapeText(event.id)} → ${escapeText(url)}\n${pc.dim(
             `up to ${maxAttempts} attempts over ${formatDuration(serviceSeconds * 1000)} of service time${
               timeScale === 1
                 ? ''
@@ -119,7 +120,7 @@ export function registerSimulate(program: Command): void {
         process.stdout.write(
           `${pc.green('delivered')} at attempt ${n} of ${maxAttempts}${
             n === 1 ? '' : `, ${formatDuration(elapsed * 1000)} after the first (service time)`
-          }; delivery ${result.deliveryId}\n`,
+          }; delivery ${escapeText(result.deliveryId)}\n`,
         );
       } else {
         process.stdout.write(

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { diagnoseSignature } from '../diagnose.js';
 import { EXIT, UsageError } from '../io/errors.js';
+import { escapeText } from '../io/escape.js';
 import { readBytes } from '../io/input.js';
 import { positiveNumber, requireSecret, secretOption, unixSeconds } from '../io/options.js';
 import { pc, printJson } from '../io/output.js';
@@ -77,7 +78,7 @@ export function registerVerify(program: Command): void {
       if (diagnosis.ok) {
         const event = diagnosis.event;
         process.stdout.write(
-          `${pc.green('✓ verifies')}: ${event ? `${pc.bold(event.type)} ${event.id}, ` : ''}signed ${age}${
+          `${pc.green('✓ verifies')}: ${event ? `${pc.bold(escapeText(event.type))} ${escapeText(event.id)}, ` : ''}signed ${age}${
             ts?.tolerance === false ? '' : ` (tolerance ${ts?.tolerance} s)`
           }\n`,
         );
@@ -85,7 +86,8 @@ export function registerVerify(program: Command): void {
       }
       const step = diagnosis.step ? NUMBERED[diagnosis.step] : 'unknown step';
       process.stdout.write(`${pc.red('✗ fails')} at step ${step}${diagnosis.code ? `: ${diagnosis.code}` : ''}\n`);
-      if (diagnosis.message) process.stdout.write(`  ${diagnosis.message}\n`);
+      // Messages and causes quote the captured header and body, which anyone could have sent.
+      if (diagnosis.message) process.stdout.write(`  ${escapeText(diagnosis.message)}\n`);
       if (ts)
         process.stdout.write(
           pc.dim(`  signed ${age}; tolerance ${ts.tolerance === false ? 'off' : `${ts.tolerance} s`}\n`),
@@ -101,7 +103,7 @@ export function registerVerify(program: Command): void {
         );
         for (const cause of diagnosis.causes) {
           const mark = cause.confirmed ? pc.green('confirmed') : pc.yellow('possible');
-          process.stdout.write(`  - [${mark}] ${cause.text}\n`);
+          process.stdout.write(`  - [${mark}] ${escapeText(cause.text)}\n`);
         }
       }
     });

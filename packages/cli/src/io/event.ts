@@ -1,5 +1,6 @@
 import { EVENT_TYPES, type WebhookEvent } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
+import { safeJson } from './escape.js';
 import { readJsonObject } from './input.js';
 import { pc } from './output.js';
 
@@ -16,7 +17,7 @@ export async function buildEvent(options: EventOptions): Promise<WebhookEvent<st
   if (!(EVENT_TYPES as readonly string[]).includes(options.type)) {
     process.stderr.write(
       pc.yellow(
-        `pixhook: ${JSON.stringify(options.type)} is not one of the spec's event types (${EVENT_TYPES.join(', ')}); a receiver should still answer 200.\n`,
+        `pixhook: ${safeJson(options.type)} is not one of the spec's event types (${EVENT_TYPES.join(', ')}); a receiver should still answer 200.\n`,
       ),
     );
   }

@@ -1,11 +1,12 @@
 import { STATUS_CODES } from 'node:http';
 import pc from 'picocolors';
+import { escapeText, safeJson } from './escape.js';
 
 export { pc };
 
-/** Prints one JSON value on its own line, for scripts. */
+/** Prints one JSON value on its own line, for scripts (terminal controls written as `\uXXXX`). */
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${safeJson(value, 2)}\n`);
 }
 
 /** `200 OK`, coloured by class. */
@@ -16,7 +17,7 @@ export function formatStatus(status: number): string {
   return pc.yellow(text);
 }
 
-/** pixhook's error code in a response body, if it is one (`{"error":{"code"}}`). */
+/** pixhook's error code in a response body, if it is one (`{"error":{"code"}}`), unescaped. */
 export function errorCode(body: string | undefined): string | undefined {
   if (!body) return undefined;
   try {
@@ -27,13 +28,42 @@ export function errorCode(body: string | undefined): string | undefined {
   }
 }
 
-/** A response body for a terminal: pretty JSON when it is JSON, cut after `max` characters. */
-export function formatBody(body: string, max = 2_000): string {
-  let text = body;
+function parseJson(body: string): { value: unknown } | undefined {
   try {
-    text = JSON.stringify(JSON.parse(body), null, 2);
+    return { value: JSON.parse(body) };
   } catch {
-    // Not JSON: show it as it came.
+    return undefined;
   }
-  return text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text;
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", '#39': "'", nbsp: ' ' };
+
+/** The words of an HTML page, without its markup: an error page reads as its message. */
+function htmlText(html: string): string {
+  return html
+    .replace(/<(script|style|head)\b[\s\S]*?<\/\1\s*>/gi, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&(amp|lt|gt|quot|apos|#39|nbsp);/g, (_, name: string) => ENTITIES[name] as string);
+}
+
+/**
+ * A response body for a terminal, escaped. JSON is shown indented, cut after `max` characters.
+ * Anything else (a framework's HTML 404 page, a proxy's 502) is summarised on one line: its
+ * content type, its size and the first `excerpt` characters of its text.
+ */
+export function formatBody(
+  body: string,
+  contentType?: string,
+  options: { max?: number; excerpt?: number } = {},
+): string {
+  const { max = 2_000, excerpt = 200 } = options;
+  const json = parseJson(body);
+  if (json) {
+    const text = safeJson(json.value, 2);
+    return text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text;
+  }
+  const type = contentType?.trim() || 'no content type';
+  const words = (/html/i.test(type) ? htmlText(body) : body).replace(/\s+/g, ' ').trim();
+  const cut = words.length > excerpt ? `${words.slice(0, excerpt)}…` : words;
+  return pc.dim(`not JSON (${escapeText(type)}, ${Buffer.byteLength(body)} bytes)${cut ? ': ' : ''}`) + escapeText(cut);
 }

@@ -1,16 +1,17 @@
 import type { AttemptOutcome } from '../deliver.js';
 import { formatDuration } from '../schedule.js';
 import type { SimulationUpdate } from '../simulate-delivery.js';
+import { escapeText } from './escape.js';
 import { errorCode, formatStatus, pc } from './output.js';
 
 /** How one attempt ended, in a few words. */
 export function describeOutcome(outcome: AttemptOutcome, deadlineSeconds: number): string {
   if (outcome.status !== undefined) {
     const code = errorCode(outcome.body);
-    return `${formatStatus(outcome.status)}${code ? ` ${code}` : ''} in ${formatDuration(outcome.ms)}`;
+    return `${formatStatus(outcome.status)}${code ? ` ${escapeText(code)}` : ''} in ${formatDuration(outcome.ms)}`;
   }
   if (outcome.failure === 'timeout') return pc.red(`no answer within the ${deadlineSeconds} s deadline`);
-  return pc.red(`could not connect (${outcome.detail})`);
+  return pc.red(`could not connect (${escapeText(outcome.detail)})`);
 }
 
 /**
