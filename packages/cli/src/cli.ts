@@ -5,9 +5,12 @@ import { registerSend } from './commands/send.js';
 import { registerSign } from './commands/sign.js';
 import { registerSimulate } from './commands/simulate.js';
 import { registerVerify } from './commands/verify.js';
+import { exitQuietlyWhenOutputCloses } from './io/closed-output.js';
 import { EXIT } from './io/errors.js';
 import { escapeText } from './io/escape.js';
 import { pc } from './io/output.js';
+
+exitQuietlyWhenOutputCloses();
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
