@@ -90,6 +90,33 @@ describe('pixhook send', () => {
     }
   });
 
+  test('a failed connection says what to check: nothing listening, https to an http server', async () => {
+    const [refused, tls] = await Promise.all([
+      run(['send', 'http://127.0.0.1:1/webhooks', '--type', 'image.created']),
+      run(['send', good.url.replace('http:', 'https:'), '--type', 'image.created', '--json']),
+    ]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain('could not reach http://127.0.0.1:1/webhooks: ECONNREFUSED');
+    expect(refused.stdout).toContain('hint: nothing accepts connections on 127.0.0.1:1: is the receiver running');
+    expect(tls.code).toBe(1);
+    const result = JSON.parse(tls.stdout);
+    expect(result).toMatchObject({ ok: false, failure: 'network', detail: 'EPROTO' });
+    expect(result.hint).toContain(
+      `does not speak TLS (https): a local receiver usually serves plain HTTP, try ${good.url}`,
+    );
+  });
+
+  test("a wrong path: the framework's HTML 404 page summarised in a line, with a hint", async () => {
+    const wrong = good.url.replace(/\/webhooks$/, '/webhook');
+    const { code, stdout } = await run(['send', wrong, '--type', 'image.created']);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(
+      /← 404 Not Found in \d+ ms\nnot JSON \(text\/html; charset=utf-8, \d+ bytes\): Cannot POST \/webhook\n/,
+    );
+    expect(stdout).toContain('hint: nothing handles POST /webhook on this server: is the path right?');
+    expect(stdout).not.toContain('<');
+  });
+
   test('without a secret, or with bad options: exit 2 and a message saying what to do', async () => {
     const [noSecret, noType, badUrl] = await Promise.all([
       run(['send', good.url, '--type', 'image.created'], { secret: null }),

@@ -120,4 +120,18 @@ describe('pixhook simulate', () => {
     expect(stdout.match(/no answer within the 0\.1 s deadline/g)).toHaveLength(2);
     expect(stdout).toContain('endpoint auto-disabled');
   });
+
+  test('nobody listening: every attempt fails to connect, and the hint is given once', async () => {
+    const { code, stdout } = await run([
+      'simulate',
+      'http://127.0.0.1:1/webhooks',
+      '--time-scale',
+      '1000000',
+      '--max-attempts',
+      '3',
+    ]);
+    expect(code).toBe(1);
+    expect(stdout.match(/could not connect \(ECONNREFUSED\)/g)).toHaveLength(3);
+    expect(stdout.match(/hint: nothing accepts connections on 127\.0\.0\.1:1/g)).toHaveLength(1);
+  });
 });

@@ -4,6 +4,7 @@ import { deliver } from '../deliver.js';
 import { EXIT } from '../io/errors.js';
 import { escapeText } from '../io/escape.js';
 import { buildEvent } from '../io/event.js';
+import { outcomeHint } from '../io/hints.js';
 import { httpUrl, positiveNumber, requireSecret, secretOption, TYPE_HELP } from '../io/options.js';
 import { errorCode, formatBody, formatStatus, pc, printJson } from '../io/output.js';
 import { DEFAULT_DEADLINE_SECONDS, formatDuration } from '../schedule.js';
@@ -63,8 +64,17 @@ export function registerSend(program: Command): void {
       }
       const outcome = await deliver({ url, ...request, deadlineSeconds: options.deadline });
       process.exitCode = outcome.ok ? EXIT.ok : EXIT.failed;
+      const hint = outcomeHint(outcome, url);
       if (options.json) {
-        printJson({ url, type: event.type, eventId: event.id, deliveryId, ...outcome, ms: Math.round(outcome.ms) });
+        printJson({
+          url,
+          type: event.type,
+          eventId: event.id,
+          deliveryId,
+          ...outcome,
+          ms: Math.round(outcome.ms),
+          ...(hint ? { hint } : {}),
+        });
         return;
       }
       if (outcome.status !== undefined) {
@@ -80,6 +90,7 @@ export function registerSend(program: Command): void {
       } else {
         process.stdout.write(`${pc.red('✗')} could not reach ${escapeText(url)}: ${escapeText(outcome.detail)}\n`);
       }
+      if (hint) process.stdout.write(`  ${pc.yellow('hint:')} ${escapeText(hint)}\n`);
       if (outcome.status !== undefined && !outcome.ok) {
         process.stdout.write(`${pc.red('✗')} not a 2xx: the service would retry this delivery\n`);
       }

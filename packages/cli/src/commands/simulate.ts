@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { EXIT } from '../io/errors.js';
 import { escapeText } from '../io/escape.js';
 import { buildEvent } from '../io/event.js';
+import { outcomeHint } from '../io/hints.js';
 import { httpUrl, positiveInteger, positiveNumber, requireSecret, secretOption, TYPE_HELP } from '../io/options.js';
 import { pc, printJson } from '../io/output.js';
 import { progressReporter } from '../io/progress.js';
@@ -76,7 +77,7 @@ export function registerSimulate(program: Command): void {
       const serviceSeconds = retryDelays(maxAttempts).reduce((sum, delay) => sum + delay, 0);
       const reporter = options.json
         ? undefined
-        : progressReporter(process.stdout, { timeScale, deadlineSeconds: deadline });
+        : progressReporter(process.stdout, { url, timeScale, deadlineSeconds: deadline });
       if (!options.json) {
         process.stdout.write(
           `${pc.bold(escapeText(event.type))} ${escapeText(event.id)} → ${escapeText(url)}\n${pc.dim(
@@ -112,7 +113,10 @@ export function registerSimulate(program: Command): void {
           url,
           type: event.type,
           ...result,
-          attempts: result.attempts.map((attempt) => ({ ...attempt, ms: Math.round(attempt.ms) })),
+          attempts: result.attempts.map((attempt) => {
+            const hint = outcomeHint(attempt, url);
+            return { ...attempt, ms: Math.round(attempt.ms), ...(hint ? { hint } : {}) };
+          }),
           serviceSeconds: elapsed,
           timeScale,
         });

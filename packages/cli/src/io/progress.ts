@@ -2,6 +2,7 @@ import type { AttemptOutcome } from '../deliver.js';
 import { formatDuration } from '../schedule.js';
 import type { SimulationUpdate } from '../simulate-delivery.js';
 import { escapeText } from './escape.js';
+import { outcomeHint } from './hints.js';
 import { errorCode, formatStatus, pc } from './output.js';
 
 /** How one attempt ended, in a few words. */
@@ -20,11 +21,12 @@ export function describeOutcome(outcome: AttemptOutcome, deadlineSeconds: number
  */
 export function progressReporter(
   stream: NodeJS.WriteStream,
-  options: { timeScale: number; deadlineSeconds: number },
+  options: { url: string; timeScale: number; deadlineSeconds: number },
 ): { onProgress: (update: SimulationUpdate) => void; stop: () => void } {
   const live = stream.isTTY === true;
   let countdown: NodeJS.Timeout | undefined;
   let lastDelay = 0;
+  const hinted = new Set<string>();
 
   const clearLive = () => {
     if (countdown) clearInterval(countdown);
@@ -63,6 +65,12 @@ export function progressReporter(
       stream.write(
         `${update.outcome.ok ? pc.green('✓') : pc.red('✗')} attempt ${update.attempt}/${update.maxAttempts}  ${describeOutcome(update.outcome, options.deadlineSeconds)}${after}\n`,
       );
+      // Once per kind of failure: seven attempts refused need one explanation.
+      const hint = outcomeHint(update.outcome, options.url);
+      if (hint && !hinted.has(hint)) {
+        hinted.add(hint);
+        stream.write(`  ${pc.yellow('hint:')} ${escapeText(hint)}\n`);
+      }
     }
   };
   return { onProgress, stop: clearLive };
