@@ -40,6 +40,22 @@ describe('pixhook sign', () => {
     expect(plain.stdout).not.toBe(withNewline.stdout);
   });
 
+  test('--timestamp refuses milliseconds and anything but whole seconds (exit 2), saying why', async () => {
+    const [millis, fraction, negative] = await Promise.all([
+      run(['sign', '--timestamp', '1700000000000'], { input: body }),
+      run(['sign', '--timestamp', '1700000000.5'], { input: body }),
+      run(['sign', '--timestamp', '-5'], { input: body }),
+    ]);
+    expect(millis.code).toBe(2);
+    expect(millis.stdout).toBe('');
+    expect(millis.stderr).toContain('1700000000000 looks like milliseconds');
+    expect(millis.stderr).toContain('e.g. 1700000000');
+    for (const result of [fraction, negative]) {
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('expected Unix seconds: a whole number');
+    }
+  });
+
   test('a secret with white space is refused (exit 2) without being printed', async () => {
     const secret = `${SECRET} `;
     const { code, stdout, stderr } = await run(['sign'], { input: body, secret });

@@ -40,9 +40,23 @@ export function nonNegativeInteger(value: string): number {
   return Number(value);
 }
 
-/** Parses Unix seconds, kept as text so leading zeros stay (they are signed). */
+/** Above this, a "Unix seconds" value is in fact milliseconds (10^11 s is the year 5138). */
+const MILLISECONDS_FROM = 1e11;
+
+/**
+ * Parses Unix seconds, kept as text so leading zeros stay (they are signed). Refuses fractions,
+ * signs and exponents, and values that look like milliseconds (`Date.now()`): the service signs
+ * seconds, and a millisecond `t` would be a silent mistake.
+ */
 export function unixSeconds(value: string): string {
-  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected Unix seconds, digits only.');
+  if (!/^\d+$/.test(value)) {
+    throw new InvalidArgumentError('expected Unix seconds: a whole number, digits only (e.g. 1700000000).');
+  }
+  if (Number(value) > MILLISECONDS_FROM) {
+    throw new InvalidArgumentError(
+      `${value} looks like milliseconds (Date.now()); Unix seconds are Math.floor(Date.now() / 1000), e.g. ${Math.floor(Number(value) / 1000)}.`,
+    );
+  }
   return value;
 }
 
