@@ -1,3 +1,4 @@
+import secureJsonParse from 'secure-json-parse';
 import { WebhookVerificationError } from './errors.js';
 import type { AnyEvent } from './events.js';
 
@@ -15,35 +16,68 @@ export function decodeUtf8(body: Uint8Array): string {
   return decoder.decode(body);
 }
 
-// A key that JSON.parse would decode to "__proto__" or "constructor" is written either plainly or
-// with \u escapes of ASCII letters or "_", which ordinary JSON serialisers never emit. Only bodies
-// that contain one of these take the slower, cleaning parse. One alternation regex scans ~8× faster
-// than two String#includes (V8 skips ahead on it), and most bodies have no "\u" at all, which a
-// plain indexOf finds out before the escape regex runs: together ~0.1 ms instead of ~0.9 ms per MiB.
-const SUSPICIOUS_KEY = /__proto__|constructor/;
-const SUSPICIOUS_ESCAPE = /\\u00[5-7]/i;
+const QUOTE = 0x22;
+const COLON = 0x3a;
 
-function isSuspicious(text: string): boolean {
-  return SUSPICIOUS_KEY.test(text) || (text.includes('\\u') && SUSPICIOUS_ESCAPE.test(text));
+/** JSON's white space: space, tab, line feed, carriage return. */
+function isJsonSpace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
 }
 
-function dropPollutingKeys(key: string, value: unknown): unknown {
-  if (key === '__proto__') return undefined;
-  if (key === 'constructor' && typeof value === 'object' && value !== null && Object.hasOwn(value, 'prototype')) {
-    return undefined;
-  }
-  return value;
+/** True where `text[at]` is `"`, then JSON white space, then `:`: the end of an object key. */
+function endsKey(text: string, at: number): boolean {
+  if (text.charCodeAt(at) !== QUOTE) return false;
+  let i = at + 1;
+  while (isJsonSpace(text.charCodeAt(i))) i++;
+  return text.charCodeAt(i) === COLON;
 }
 
 /**
- * Parses JSON without letting it pollute prototypes: `__proto__` keys, and `constructor` keys that
- * hold a `prototype`, are dropped (like secure-json-parse's "remove"), so code that later merges
- * the payload into other objects cannot be turned against the app. Dropping rather than rejecting
- * keeps a delivery whose data merely contains such a key from being retried until the endpoint is
- * disabled.
+ * True where `word` stands in `text` as a whole key written plainly: `"word"`, white space, `:`.
+ * The search takes the closing quote in, so "constructor.jpg" or "the constructor of" in a value
+ * are skipped by indexOf itself; only a value that is exactly the word costs one more look.
+ */
+function hasPlainKey(text: string, word: string): boolean {
+  const closed = `${word}"`;
+  for (let at = text.indexOf(closed); at !== -1; at = text.indexOf(closed, at + closed.length)) {
+    if (text.charCodeAt(at - 1) === QUOTE && endsKey(text, at + word.length)) return true;
+  }
+  return false;
+}
+
+// Every letter of "__proto__" and "constructor" is U+005F to U+0075, so a key that spells one with
+// any \u escape holds one of these. Ordinary serialisers escape only control and non-ASCII code units.
+const ASCII_LETTER_ESCAPE = /\\u00[5-7]/i;
+
+/**
+ * False only where no key of the valid JSON `text` can be `__proto__` or `constructor`. A value
+ * such as "constructor.jpg" is not a key: it is followed by `.`, or by `"` and then `,`, `]` or `}`.
+ * A few strings that hold both words' quotes (`"a\"constructor": 1`) say true; nothing else does.
+ * Two indexOf scans: ~0.1 ms per MiB, where a regex over every `"` costs ~1 ms.
+ */
+function mayHoldPollutingKey(text: string): boolean {
+  return (
+    hasPlainKey(text, '__proto__') ||
+    hasPlainKey(text, 'constructor') ||
+    (text.includes('\\u') && ASCII_LETTER_ESCAPE.test(text))
+  );
+}
+
+const DROP_POLLUTING_KEYS = { protoAction: 'remove', constructorAction: 'remove' } as const;
+
+/**
+ * `JSON.parse` that cannot pollute prototypes: `__proto__` keys, and `constructor` keys that hold
+ * a `prototype`, are dropped, so code that later merges the payload into other objects cannot be
+ * turned against the app. Dropped rather than rejected, so a delivery whose data merely holds such
+ * a key is not retried until the endpoint is disabled. Every body is parsed by `JSON.parse` alone,
+ * so it succeeds and fails where `JSON.parse` does (a leading byte order mark is an error), at
+ * JSON.parse's cost whatever words the values hold; only a body with such a key is then walked
+ * once by secure-json-parse's `scan` (iterative: no depth limit beyond JSON.parse's own).
  */
 export function safeJsonParse(text: string): unknown {
-  return isSuspicious(text) ? JSON.parse(text, dropPollutingKeys) : JSON.parse(text);
+  const value: unknown = JSON.parse(text);
+  if (typeof value !== 'object' || value === null || !mayHoldPollutingKey(text)) return value;
+  return secureJsonParse.scan(value, DROP_POLLUTING_KEYS);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
