@@ -2,16 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { ClaimResult, IdempotencyStore } from '@pixhook/core';
 import { type ClientKind, commandSender, type RedisClientLike, type SendCommand } from './client.js';
 import { type RedisStoreOptions, type ResolvedRedisStoreOptions, resolveOptions } from './options.js';
-import { CLAIM, COMPLETE, RELEASE } from './scripts.js';
+import { PendingWrites, type Write } from './pending-writes.js';
+import { CLAIM, COMPLETE, COMPLETED, EXTEND, RELEASE } from './scripts.js';
 import { withTimeout } from './timeout.js';
 
-/** Stands for "no claim of ours" in the scripts: real tokens are UUIDs, never this. */
-const NO_TOKEN = '-';
-
-/** How often completions that failed are tried again while Redis is away. */
-const RETRY_INTERVAL_MS = 500;
-/** Most completions kept for retrying: beyond it, the oldest failures are all that is retried. */
-const MAX_UNWRITTEN = 10_000;
+/** Stands for "no claim of ours" in the scripts: tokens are never empty, so no key holds it. */
+const NO_TOKEN = '';
 
 const CLAIM_RESULTS: ReadonlySet<string> = new Set<ClaimResult>(['claimed', 'in-flight', 'completed']);
 
@@ -20,10 +16,12 @@ const CLAIM_RESULTS: ReadonlySet<string> = new Set<ClaimResult>(['claimed', 'in-
  * processed once across all of them. Pass a client you created (and, for node-redis, connected);
  * the store never connects, closes or configures it.
  *
- * Each event id becomes one key, `prefix + eventId`: while handlers run it holds a random token of
- * the claiming instance and expires after `inFlightTtlMs`; once they succeed it holds `completed`
- * for `completedTtlMs`. Every command is bounded by `timeoutMs`, so an unreachable Redis answers
- * 503 `STORE_UNAVAILABLE` quickly and no handler runs.
+ * Each event id becomes one key, `prefix + eventId`: while handlers run it holds the claim token
+ * core passed to `claim()` and expires after `inFlightTtlMs` (renewed by `extend()`); once they
+ * succeed it holds `completed` for `completedTtlMs`. `complete()`, `release()` and `extend()` act
+ * only on the key while it holds the caller's token. Every command is bounded by `timeoutMs`, so an
+ * unreachable Redis answers 503 `STORE_UNAVAILABLE` quickly and no handler runs; completions and
+ * releases that Redis did not take are retried until they land.
  *
  * @example
  * import { Redis } from 'ioredis'
@@ -39,57 +37,77 @@ export class RedisStore implements IdempotencyStore {
    * @example new RedisStore(new Redis()).clientKind // 'ioredis'
    */
   readonly clientKind: ClientKind;
+  /**
+   * How long a claim holds while handlers run, in ms; core renews the claim of a handler still
+   * running past its deadline every third of it.
+   * @example new RedisStore(redis).inFlightTtlMs // 600_000
+   */
+  readonly inFlightTtlMs: number;
   readonly #send: SendCommand;
   readonly #options: ResolvedRedisStoreOptions;
-  /** The token of each claim this instance holds; the core interface carries ids only. */
-  readonly #tokens = new Map<string, string>();
-  /** Completions Redis did not take: retried until they land, for up to completedTtlMs. */
-  readonly #unwritten = new Map<string, { key: string; token: string; until: number }>();
-  #retryTimer: NodeJS.Timeout | undefined;
+  /**
+   * Only for a core older than claim tokens, which calls `claim(id)`, `complete(id)`, `release(id)`:
+   * the token the store made up for each such claim this instance holds, keyed by event id.
+   */
+  readonly #untokened = new Map<string, string>();
+  /** Completions and releases Redis did not take, retried until they land. */
+  readonly #pending: PendingWrites;
 
   constructor(client: RedisClientLike, options: RedisStoreOptions = {}) {
     const { kind, send } = commandSender(client);
     this.clientKind = kind;
     this.#send = send;
     this.#options = resolveOptions(options);
+    this.inFlightTtlMs = this.#options.inFlightTtlMs;
+    this.#pending = new PendingWrites({
+      send: (command) => this.#send([...command]),
+      wait: (sent, write) => this.#wait(sent, write.operation, write.eventId),
+    });
   }
 
-  /** Claims `eventId` atomically for this instance: `'claimed'` means run the handlers. */
-  async claim(eventId: string): Promise<ClaimResult> {
+  /**
+   * Claims `eventId` atomically for `token`: `'claimed'` means run the handlers. Called without a
+   * token (a core older than claim tokens), the store makes one up and remembers it for this
+   * instance's `complete(eventId)` and `release(eventId)`, as before tokens existed.
+   */
+  async claim(eventId: string, token?: string): Promise<ClaimResult> {
     const key = this.#key(eventId);
-    const token = randomUUID();
+    const claimToken = token === undefined ? randomUUID() : checkToken(token);
     let reply: string;
     try {
       reply = String(
-        await this.#run('claim', eventId, ['EVAL', CLAIM, '1', key, token, `${this.#options.inFlightTtlMs}`]),
+        await this.#run('claim', eventId, ['EVAL', CLAIM, '1', key, claimToken, `${this.#options.inFlightTtlMs}`]),
       );
       if (!CLAIM_RESULTS.has(reply)) throw new Error(`RedisStore: unexpected reply to claim(${eventId}): ${reply}`);
     } catch (error) {
-      // Clients queue commands while disconnected, so this claim may still reach Redis after we gave
-      // up on it. Queue the release of this very token behind it: a late claim then cannot hold the
-      // event (409) for inFlightTtlMs while nobody runs it.
-      this.#send(['EVAL', RELEASE, '1', key, token]).catch(() => {});
+      // Clients queue commands while disconnected, and a claim whose answer was lost may have run:
+      // either way it may hold the event (409) for inFlightTtlMs while nobody runs it. Queue the
+      // release of this very token behind it, retried until it lands.
+      this.#pending.send(this.#releaseWrite(eventId, key, claimToken)).catch(() => {});
       throw error;
     }
-    if (reply === 'claimed') this.#tokens.set(eventId, token);
+    if (token === undefined && reply === 'claimed') this.#untokened.set(eventId, claimToken);
     return reply as ClaimResult;
   }
 
-  /** Marks `eventId` processed for `completedTtlMs`; rejects if another delivery holds its claim now. */
-  async complete(eventId: string): Promise<void> {
+  /**
+   * Marks `eventId` processed for `completedTtlMs` if `token` still holds its claim or nobody does;
+   * rejects, changing nothing, if another delivery holds its claim now. If Redis does not take it,
+   * rejects and keeps retrying until it lands.
+   */
+  async complete(eventId: string, token?: string): Promise<void> {
     const key = this.#key(eventId);
-    const token = this.#tokens.get(eventId) ?? NO_TOKEN;
-    this.#tokens.delete(eventId);
-    let reply: unknown;
-    try {
-      reply = await this.#writeCompletion(eventId, key, token);
-    } catch (error) {
-      // The handlers succeeded, so the answer is 200 and the service will not retry; but a duplicate
-      // delivery may still come. Keep trying to record the completion, so that once Redis is back
-      // the event does not run twice. Late is still right: the script never overwrites a newer claim.
-      this.#retryLater(eventId, key, token);
-      throw error;
-    }
+    const claimToken = this.#settle(eventId, token) ?? NO_TOKEN;
+    const write: Write = {
+      operation: 'complete',
+      eventId,
+      command: ['EVAL', COMPLETE, '1', key, claimToken, `${this.#options.completedTtlMs}`],
+      until: Date.now() + this.#options.completedTtlMs,
+    };
+    // The handlers succeeded, so the answer is 200 and the service will not retry; but a duplicate
+    // delivery may still come. Retrying keeps it from running the event once Redis is back; late is
+    // still right: the script never overwrites a newer claim.
+    const reply = await this.#pending.send(write);
     if (Number(reply) !== 1) {
       throw new Error(
         `RedisStore: event ${eventId} was not marked completed: its claim expired while the handlers ran (inFlightTtlMs is ${this.#options.inFlightTtlMs} ms) and another delivery claimed it since. Raise inFlightTtlMs above your slowest handler.`,
@@ -97,13 +115,30 @@ export class RedisStore implements IdempotencyStore {
     }
   }
 
-  /** Drops this instance's claim on `eventId` (a handler failed), never another instance's. */
-  async release(eventId: string): Promise<void> {
-    const token = this.#tokens.get(eventId);
-    this.#tokens.delete(eventId);
-    // Not our claim (or already settled): another instance's claim must stay.
-    if (token === undefined) return;
-    await this.#run('release', eventId, ['EVAL', RELEASE, '1', this.#key(eventId), token]);
+  /**
+   * Drops the claim on `eventId` if `token` still holds it (a handler failed), never another
+   * delivery's. If Redis does not take it, rejects and keeps retrying until it lands, so the next
+   * delivery can run the event without waiting for `inFlightTtlMs`.
+   */
+  async release(eventId: string, token?: string): Promise<void> {
+    const key = this.#key(eventId);
+    const claimToken = this.#settle(eventId, token);
+    // Called without a token for a claim this instance does not hold: another instance's claim stays.
+    if (claimToken === undefined) return;
+    await this.#pending.send(this.#releaseWrite(eventId, key, claimToken));
+  }
+
+  /**
+   * Renews `token`'s claim on `eventId` for another `inFlightTtlMs`; resolves `false` when the key
+   * no longer holds that claim (it expired, was taken over, or completed).
+   * @example await store.extend('evt_1', token) // true while the claim is still the caller's
+   */
+  async extend(eventId: string, token?: string): Promise<boolean> {
+    const key = this.#key(eventId);
+    const claimToken = token === undefined ? this.#untokened.get(eventId) : checkToken(token);
+    if (claimToken === undefined) return false;
+    const ttl = `${this.#options.inFlightTtlMs}`;
+    return Number(await this.#run('extend', eventId, ['EVAL', EXTEND, '1', key, claimToken, ttl])) === 1;
   }
 
   /**
@@ -111,39 +146,33 @@ export class RedisStore implements IdempotencyStore {
    * @example metrics.gauge('pixhook.redis.pending_completions', store.pendingCompletions)
    */
   get pendingCompletions(): number {
-    return this.#unwritten.size;
+    return this.#pending.count('complete');
   }
 
-  #writeCompletion(eventId: string, key: string, token: string): Promise<unknown> {
-    const ttl = `${this.#options.completedTtlMs}`;
-    return this.#run('complete', eventId, ['EVAL', COMPLETE, '1', key, token, ttl]);
+  /**
+   * Releases of claims that Redis did not take and that the store is still retrying, for monitoring.
+   * @example metrics.gauge('pixhook.redis.pending_releases', store.pendingReleases)
+   */
+  get pendingReleases(): number {
+    return this.#pending.count('release');
   }
 
-  #retryLater(eventId: string, key: string, token: string): void {
-    if (this.#unwritten.size >= MAX_UNWRITTEN) return;
-    this.#unwritten.set(eventId, { key, token, until: Date.now() + this.#options.completedTtlMs });
-    if (this.#retryTimer) return;
-    // unref: pending retries must not keep a process alive that is otherwise done.
-    this.#retryTimer = setTimeout(() => void this.#retryCompletions(), RETRY_INTERVAL_MS).unref();
+  /** The token `complete`/`release` act with: the caller's, or (without one) this instance's own. */
+  #settle(eventId: string, token: string | undefined): string | undefined {
+    if (token !== undefined) return checkToken(token);
+    const own = this.#untokened.get(eventId);
+    this.#untokened.delete(eventId);
+    return own;
   }
 
-  async #retryCompletions(): Promise<void> {
-    for (const [eventId, { key, token, until }] of this.#unwritten) {
-      if (Date.now() > until) {
-        this.#unwritten.delete(eventId);
-        continue;
-      }
-      try {
-        await this.#writeCompletion(eventId, key, token);
-        this.#unwritten.delete(eventId);
-      } catch {
-        break; // Redis is still away: try again later, oldest first.
-      }
-    }
-    this.#retryTimer = undefined;
-    if (this.#unwritten.size > 0) {
-      this.#retryTimer = setTimeout(() => void this.#retryCompletions(), RETRY_INTERVAL_MS).unref();
-    }
+  #releaseWrite(eventId: string, key: string, token: string): Write {
+    // Past inFlightTtlMs the claim has expired by itself: nothing left to release.
+    return {
+      operation: 'release',
+      eventId,
+      command: ['EVAL', RELEASE, '1', key, token],
+      until: Date.now() + this.#options.inFlightTtlMs,
+    };
   }
 
   #key(eventId: string): string {
@@ -153,11 +182,22 @@ export class RedisStore implements IdempotencyStore {
     return this.#options.prefix + eventId;
   }
 
-  async #run(operation: string, eventId: string, args: string[]): Promise<unknown> {
+  #run(operation: string, eventId: string, args: string[]): Promise<unknown> {
+    let sent: Promise<unknown>;
+    try {
+      sent = this.#send(args);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    return this.#wait(sent, operation, eventId);
+  }
+
+  /** Waits for a command's reply for at most `timeoutMs`, with errors named after the operation. */
+  async #wait(sent: Promise<unknown>, operation: string, eventId: string): Promise<unknown> {
     const { timeoutMs } = this.#options;
     try {
       return await withTimeout(
-        this.#send(args),
+        sent,
         timeoutMs,
         `RedisStore: Redis did not answer ${operation}(${eventId}) within ${timeoutMs} ms; is it reachable?`,
       );
@@ -167,4 +207,14 @@ export class RedisStore implements IdempotencyStore {
       throw new Error(`RedisStore: ${operation}(${eventId}) failed: ${message}`, { cause });
     }
   }
+}
+
+/** Core's tokens are non-empty ASCII strings; `completed` would read as a completed event. */
+function checkToken(token: unknown): string {
+  if (typeof token !== 'string' || token === '' || token === COMPLETED) {
+    throw new TypeError(
+      `RedisStore: claim tokens are non-empty strings other than '${COMPLETED}', got ${typeof token === 'string' ? JSON.stringify(token) : typeof token}.`,
+    );
+  }
+  return token;
 }

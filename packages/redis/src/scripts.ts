@@ -1,4 +1,4 @@
-/** The value a completed event's key holds; a claim holds its owner's random token instead. */
+/** The value a completed event's key holds; a claim holds its claim token instead. */
 export const COMPLETED = 'completed';
 
 /**
@@ -35,5 +35,15 @@ return 0
  */
 export const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
+/**
+ * Extend: renews the claim for another in-flight TTL only while it is still the caller's, so a run
+ * whose claim was taken over learns it (0) instead of stretching someone else's claim.
+ * KEYS[1] = key, ARGV[1] = token, ARGV[2] = in-flight TTL in ms.
+ */
+export const EXTEND = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 `;
