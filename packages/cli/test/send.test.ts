@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EVENT_TYPES } from '@pixhook/core';
 import { SAMPLE_OBJECTS } from '@pixhook/core/testing';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ensureBuilt, run, SECRET } from './helpers/cli.js';
@@ -129,5 +130,50 @@ describe('pixhook send', () => {
     expect(noType.stderr).toContain("required option '-t, --type <type>'");
     expect(badUrl.code).toBe(2);
     expect(badUrl.stderr).toContain('expected an http:// or https:// URL');
+  });
+
+  test('--type all sends one delivery of each type, each its own event; exit 0 only if every one got a 2xx', async () => {
+    const r = await receiver('koa');
+    try {
+      const [all, fixed] = await Promise.all([
+        run(['send', r.url, '--type', 'all', '--json']),
+        run(['send', r.url, '--type', 'all', '--event-id', 'evt_one']),
+      ]);
+      expect(all.code).toBe(0);
+      const result = JSON.parse(all.stdout);
+      expect(result.ok).toBe(true);
+      expect(result.deliveries.map((d: { type: string; status: number }) => [d.type, d.status])).toEqual(
+        EVENT_TYPES.map((type) => [type, 200]),
+      );
+      expect(r.arrivals.map((a) => a.event.type)).toEqual([...EVENT_TYPES]);
+      expect(new Set(r.arrivals.map((a) => a.event.id)).size).toBe(EVENT_TYPES.length);
+      expect(r.arrivals.map((a) => a.event.data.object)).toEqual(EVENT_TYPES.map((type) => SAMPLE_OBJECTS[type]));
+      expect(fixed.code).toBe(2);
+      expect(fixed.stderr).toContain('--type all sends each type with its own sample, event id and delivery id');
+    } finally {
+      await r.close();
+    }
+  });
+
+  test('--age and --timestamp sign an earlier delivery: a stale one is refused by the receiver', async () => {
+    const t = Math.floor(Date.now() / 1000) - 30;
+    const [stale, future, chosen, both] = await Promise.all([
+      run(['send', good.url, '--type', 'image.created', '--age', '600']),
+      run(['send', good.url, '--type', 'image.created', '--age', '-600', '--json']),
+      run(['send', good.url, '--type', 'quota.warned', '--timestamp', String(t), '--event-id', 'evt_cli_t', '--json']),
+      run(['send', good.url, '--type', 'image.created', '--age', '1', '--timestamp', String(t)]),
+    ]);
+    expect(stale.code).toBe(1);
+    expect(stale.stdout).toMatch(/signed t=\d+ \(10 min ago\)/);
+    expect(stale.stdout).toContain('400 Bad Request TIMESTAMP_OUT_OF_TOLERANCE');
+    expect(future.code).toBe(1);
+    expect(JSON.parse(future.stdout)).toMatchObject({ status: 400 });
+    expect(future.stdout).toContain('TIMESTAMP_OUT_OF_TOLERANCE');
+    expect(chosen.code).toBe(0);
+    expect(JSON.parse(chosen.stdout)).toMatchObject({ ok: true, timestamp: t });
+    const arrival = good.arrivals.find((a) => a.event.id === 'evt_cli_t');
+    expect(arrival).toMatchObject({ timestamp: t, event: { created: t } });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('cannot be used with');
   });
 });

@@ -9,6 +9,8 @@ export interface EventOptions {
   type: string;
   data?: string;
   eventId?: string;
+  /** The envelope's `created`, Unix seconds; @default now */
+  created?: number;
 }
 
 /** An envelope as the service would build it: a realistic sample `data.object` unless `--data` is given. */
@@ -21,5 +23,8 @@ export async function buildEvent(options: EventOptions): Promise<WebhookEvent<st
       ),
     );
   }
-  return createTestEvent(options.type, object, options.eventId === undefined ? {} : { id: options.eventId });
+  return createTestEvent(options.type, object, {
+    ...(options.eventId === undefined ? {} : { id: options.eventId }),
+    ...(options.created === undefined ? {} : { created: options.created }),
+  });
 }
