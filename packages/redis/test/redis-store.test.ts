@@ -1,4 +1,4 @@
-/** RedisStore's own behaviour: options, keys and TTLs, tokens across instances, and a failing Redis. */
+/** RedisStore's own behaviour: options, keys and TTLs, claim tokens, an older core without them, and a failing Redis. */
 import { DEFAULT_COMPLETED_TTL_MS, type IdempotencyStore, Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { Redis as IoRedis } from 'ioredis';
@@ -13,6 +13,7 @@ const SECRET = 'whsec_redis_store_7a6b5c';
 const RETRY_SCHEDULE_MS = (1 + 5 + 30 + 120 + 360 + 1440) * 60 * 1000;
 
 const newId = () => `evt_redis_${globalThis.crypto.randomUUID().replaceAll('-', '')}`;
+const newToken = () => `redis-test-${globalThis.crypto.randomUUID()}:1`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A Webhooks on `store` whose handler records each run, and a function to deliver an event to it. */
@@ -76,6 +77,26 @@ describe('new RedisStore(client, options)', () => {
       () => new RedisStore(node, { prefix: '', inFlightTtlMs: 1, completedTtlMs: 1, timeoutMs: 9_000 }),
     ).not.toThrow();
   });
+
+  it("exposes inFlightTtlMs, which paces core's claim renewals", () => {
+    expect(new RedisStore(io).inFlightTtlMs).toBe(600_000);
+    expect(new RedisStore(node, { inFlightTtlMs: 60_000 }).inFlightTtlMs).toBe(60_000);
+  });
+
+  it.each([
+    ['an empty token', ''],
+    ["the value of a completed key, 'completed'", 'completed'],
+    ['a number', 42],
+  ])('refuses %s as a claim token, before sending anything', async (_name, token) => {
+    // lazyConnect and never connected: a command sent would wait, not fail at once.
+    const store = new RedisStore(io);
+    await expect(store.claim('evt_1', token as never)).rejects.toThrow(
+      /RedisStore: claim tokens are non-empty strings/,
+    );
+    await expect(store.complete('evt_1', token as never)).rejects.toThrow(/claim tokens/);
+    await expect(store.release('evt_1', token as never)).rejects.toThrow(/claim tokens/);
+    await expect(store.extend('evt_1', token as never)).rejects.toThrow(/claim tokens/);
+  });
 });
 
 describeWithRedis('RedisStore on a real redis-server', () => {
@@ -98,17 +119,18 @@ describeWithRedis('RedisStore on a real redis-server', () => {
     await server?.close();
   });
 
-  it('keeps one key per event, prefix + id, with the in-flight and then the completed TTL', async () => {
+  it('keeps one key per event, prefix + id, holding the claim token with the in-flight TTL, then completed', async () => {
     const prefix = uniquePrefix('keys');
     const store = new RedisStore(await connect(0), { prefix, inFlightTtlMs: 30_000 });
     const id = newId();
-    await store.claim(id);
+    const token = newToken();
+    await store.claim(id, token);
     const claimTtl = await admin.pttl(prefix + id);
     expect(claimTtl).toBeGreaterThan(0);
     expect(claimTtl).toBeLessThanOrEqual(30_000);
-    expect(await admin.get(prefix + id)).not.toBe('completed');
+    expect(await admin.get(prefix + id)).toBe(token);
 
-    await store.complete(id);
+    await store.complete(id, token);
     expect(await admin.get(prefix + id)).toBe('completed');
     const completedTtl = await admin.pttl(prefix + id);
     // The default outlives the whole retry schedule, so no retry of a processed event runs it again.
@@ -123,17 +145,60 @@ describeWithRedis('RedisStore on a real redis-server', () => {
     const b = new RedisStore(await connect(3), { prefix });
     const other = new RedisStore(await connect(3), { prefix: uniquePrefix('other') });
     const id = newId();
-    expect(await a.claim(id)).toBe('claimed');
-    expect(await b.claim(id)).toBe('in-flight');
-    expect(await other.claim(id)).toBe('claimed');
-    // b never held the claim: its release must not free a's.
-    await b.release(id);
-    expect(await b.claim(id)).toBe('in-flight');
-    await a.complete(id);
-    expect(await b.claim(id)).toBe('completed');
+    const aToken = newToken();
+    const bToken = newToken();
+    expect(await a.claim(id, aToken)).toBe('claimed');
+    expect(await b.claim(id, bToken)).toBe('in-flight');
+    expect(await other.claim(id, newToken())).toBe('claimed');
+    // b's attempt never held the claim: its release and completion must not touch a's.
+    await b.release(id, bToken);
+    await expect(b.complete(id, bToken)).rejects.toThrow(/was not marked completed/);
+    expect(await b.claim(id, newToken())).toBe('in-flight');
+    await a.complete(id, aToken);
+    expect(await b.claim(id, newToken())).toBe('completed');
   });
 
-  it("never lets an instance whose claim expired release or complete another instance's claim", async () => {
+  it("renews only the caller's claim with extend(): PEXPIRE to a full inFlightTtlMs again", async () => {
+    const prefix = uniquePrefix('extend');
+    const store = new RedisStore(await connect(4), { prefix, inFlightTtlMs: 1_000 });
+    const id = newId();
+    const token = newToken();
+    await store.claim(id, token);
+    await sleep(500);
+    expect(await admin.pttl(prefix + id)).toBeLessThanOrEqual(500);
+    expect(await store.extend(id, token)).toBe(true);
+    expect(await admin.pttl(prefix + id)).toBeGreaterThan(800);
+    expect(await store.extend(id, newToken())).toBe(false);
+    expect(await admin.get(prefix + id)).toBe(token);
+    await store.complete(id, token);
+    expect(await store.extend(id, token)).toBe(false);
+    // A completed key keeps its completed TTL.
+    expect(await admin.pttl(prefix + id)).toBeGreaterThan(RETRY_SCHEDULE_MS);
+  });
+
+  // An older core calls claim(id), complete(id), release(id): the store makes up a token per claim
+  // and keeps it in this instance, keyed by event id, as it did before core passed tokens.
+  it('without tokens (an older core): keeps the token it made up for complete(id), release(id) and extend(id)', async () => {
+    const prefix = uniquePrefix('untokened');
+    const store = new RedisStore(await connect(2), { prefix, inFlightTtlMs: 30_000 });
+    const [done, failed] = [newId(), newId()];
+    expect(await store.claim(done)).toBe('claimed');
+    expect(await admin.get(prefix + done)).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await store.extend(done)).toBe(true);
+    await store.complete(done);
+    expect(await store.claim(done)).toBe('completed');
+
+    expect(await store.claim(failed)).toBe('claimed');
+    await store.release(failed);
+    expect(await admin.exists(prefix + failed)).toBe(0);
+    // Nothing held any more: a second release(id) or extend(id) of this instance does nothing.
+    expect(await store.claim(failed, newToken())).toBe('claimed');
+    await store.release(failed);
+    expect(await store.extend(failed)).toBe(false);
+    expect(await store.claim(failed, newToken())).toBe('in-flight');
+  });
+
+  it("without tokens (an older core): an instance whose claim expired never releases or completes another instance's claim", async () => {
     const prefix = uniquePrefix('expired');
     const slow = new RedisStore(await connect(1), { prefix, inFlightTtlMs: 100 });
     const next = new RedisStore(await connect(4), { prefix });
@@ -197,6 +262,56 @@ describeWithRedis('RedisStore on a real redis-server', () => {
     expect(store.pendingCompletions).toBe(0);
     expect(await admin.get(prefix + id)).toBe('completed');
     expect(await store.claim(id)).toBe('completed');
+  });
+
+  it('keeps trying to release a claim when Redis refused the release, until Redis takes it', async () => {
+    const prefix = uniquePrefix('unreleased');
+    const store = new RedisStore(await connect(0), { prefix });
+    const id = newId();
+    const token = newToken();
+    expect(await store.claim(id, token)).toBe('claimed');
+    // Replace the claim by a value the release script cannot read: Redis answers an error.
+    await admin.del(prefix + id);
+    await admin.hset(prefix + id, 'field', 'value');
+    await expect(store.release(id, token)).rejects.toThrow(
+      /RedisStore: release\(evt_redis_\w+\) failed: WRONGTYPE.*keeps retrying the release/,
+    );
+    expect(store.pendingReleases).toBe(1);
+    expect(store.pendingCompletions).toBe(0);
+    // The claim is back, as after a reconnect: the retry must find and drop it.
+    await admin.del(prefix + id);
+    await admin.set(prefix + id, token, 'PX', 60_000);
+    await sleep(1_000);
+    expect(store.pendingReleases).toBe(0);
+    expect(await admin.exists(prefix + id)).toBe(0);
+    expect(await store.claim(id, newToken())).toBe('claimed');
+  });
+
+  it('retries the other pending writes while Redis keeps refusing one of them', async () => {
+    const prefix = uniquePrefix('refused');
+    const store = new RedisStore(await connect(1), { prefix });
+    const [refused, later, released] = [newId(), newId(), newId()];
+    const releasedToken = newToken();
+    await store.claim(released, releasedToken);
+    for (const id of [refused, later, released]) {
+      await admin.del(prefix + id);
+      await admin.hset(prefix + id, 'field', 'value');
+    }
+    await expect(store.complete(refused, newToken())).rejects.toThrow(/WRONGTYPE/);
+    await expect(store.complete(later, newToken())).rejects.toThrow(/WRONGTYPE/);
+    await expect(store.release(released, releasedToken)).rejects.toThrow(/WRONGTYPE/);
+    expect([store.pendingCompletions, store.pendingReleases]).toEqual([2, 1]);
+    await admin.del(prefix + later, prefix + released);
+    await admin.set(prefix + released, releasedToken);
+    await sleep(2_000);
+    // The oldest is still refused; the two behind it landed all the same.
+    expect([store.pendingCompletions, store.pendingReleases]).toEqual([1, 0]);
+    expect(await admin.get(prefix + later)).toBe('completed');
+    expect(await admin.exists(prefix + released)).toBe(0);
+    await admin.del(prefix + refused);
+    await sleep(1_000);
+    expect(store.pendingCompletions).toBe(0);
+    expect(await admin.get(prefix + refused)).toBe('completed');
   });
 
   for (const index of [0, 3]) {
