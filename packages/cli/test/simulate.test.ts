@@ -134,4 +134,43 @@ describe('pixhook simulate', () => {
     expect(stdout.match(/could not connect \(ECONNREFUSED\)/g)).toHaveLength(3);
     expect(stdout.match(/hint: nothing accepts connections on 127\.0\.0\.1:1/g)).toHaveLength(1);
   });
+
+  test('retries compressed below the handler’s run get 409 IN_FLIGHT: said so, with a smaller --time-scale to try', async () => {
+    // Attempt 1 times out after 0.1 s while its handler runs 0.7 s; at this scale every retry comes during that run.
+    const [text, json] = await Promise.all([
+      start(
+        'koa',
+        slow(700, (n) => n === 1),
+      ),
+      start(
+        'express',
+        slow(700, (n) => n === 1),
+      ),
+    ]);
+    const args = ['--time-scale', '1000000', '--deadline', '0.1'];
+    const [printed, scripted] = await Promise.all([
+      run(['simulate', text.url, ...args]),
+      run(['simulate', json.url, ...args, '--json']),
+    ]);
+
+    expect(printed.code).toBe(1);
+    expect(printed.stdout).toContain('409 Conflict IN_FLIGHT');
+    expect(printed.stdout).toContain('endpoint auto-disabled');
+    expect(printed.stdout).toContain(
+      'note: attempts 2–7 got 409 IN_FLIGHT: the receiver was still running the handler that attempt 1 started',
+    );
+    expect(printed.stdout).toContain('because --time-scale 1000000 shrank the retry delays');
+    expect(printed.stdout).toContain('Attempt 1 itself failed (no answer within the deadline)');
+    const suggested = Number(/a smaller --time-scale, e\.g\. (\d+)/.exec(printed.stdout)?.[1]);
+    // The handler ran 0.7 s: the first delay (60 s) divided by the suggestion must outlast what was seen of it.
+    expect(suggested).toBeGreaterThanOrEqual(1);
+    expect(suggested).toBeLessThanOrEqual(60_000 / 2 / 100);
+
+    expect(scripted.code).toBe(1);
+    const result = JSON.parse(scripted.stdout);
+    expect(result.state).toBe('auto-disabled');
+    expect(result.inFlight).toMatchObject({ attempts: [2, 3, 4, 5, 6, 7], startedBy: 1, compressed: true });
+    expect(result.inFlight.suggestedTimeScale).toBeLessThan(1_000_000);
+    expect(result.note).toContain('409 IN_FLIGHT');
+  });
 });

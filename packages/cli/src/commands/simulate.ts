@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { describeInFlightRetries, findInFlightRetries } from '../in-flight-retries.js';
 import { EXIT } from '../io/errors.js';
 import { escapeText } from '../io/escape.js';
 import { buildEvent } from '../io/event.js';
@@ -108,6 +109,8 @@ export function registerSimulate(program: Command): void {
       process.exitCode = result.state === 'delivered' ? EXIT.ok : EXIT.failed;
       const n = result.attempts.length;
       const elapsed = result.attempts.reduce((sum, attempt) => sum + attempt.delaySeconds, 0);
+      const inFlight = findInFlightRetries(result.attempts, timeScale);
+      const note = inFlight && describeInFlightRetries(inFlight, result.attempts, timeScale);
       if (options.json) {
         printJson({
           url,
@@ -119,6 +122,7 @@ export function registerSimulate(program: Command): void {
           }),
           serviceSeconds: elapsed,
           timeScale,
+          ...(inFlight ? { inFlight, note } : {}),
         });
       } else if (result.state === 'delivered') {
         process.stdout.write(
@@ -131,5 +135,6 @@ export function registerSimulate(program: Command): void {
           `${pc.red('endpoint auto-disabled')}: all ${n} attempts failed over ${formatDuration(elapsed * 1000)} (service time). The service would disable the endpoint and email the account owner.\n`,
         );
       }
+      if (note && !options.json) process.stdout.write(`${pc.yellow('note:')} ${note}\n`);
     });
 }
