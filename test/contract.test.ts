@@ -38,6 +38,12 @@ const sigOf = (body: string, t: string | number = nowSeconds()) => sign(SECRET, 
 const withSig = (signature: string | undefined) =>
   delivery(undefined, { headers: { 'x-service-signature': signature } });
 
+/** `text` with these bytes, which are not UTF-8, in place of its "#". */
+const notUtf8 = (text: string, ...bytes: number[]): Uint8Array => {
+  const [head, tail] = text.split('#') as [string, string];
+  return new Uint8Array([...Buffer.from(head), ...bytes, ...Buffer.from(tail)]);
+};
+
 /** Every error row of the contract, several ways each. */
 const REJECTIONS: Rejection[] = [
   {
@@ -207,6 +213,12 @@ const REJECTIONS: Rejection[] = [
     status: 400,
     code: 'INVALID_JSON',
   },
+  {
+    name: 'a signed body that is not UTF-8',
+    request: () => signedBody(notUtf8(envelope('image.created', { id: 'evt_#' }), 0xff)),
+    status: 400,
+    code: 'INVALID_JSON',
+  },
   { name: 'a signed JSON array', request: () => signedBody('[]'), status: 400, code: 'INVALID_EVENT' },
   { name: 'a signed JSON string', request: () => signedBody('"evt_1"'), status: 400, code: 'INVALID_EVENT' },
   { name: 'a signed null', request: () => signedBody('null'), status: 400, code: 'INVALID_EVENT' },
@@ -219,6 +231,12 @@ const REJECTIONS: Rejection[] = [
   {
     name: 'an id of just evt_',
     request: () => signedBody(envelope('image.created', { id: 'evt_' })),
+    status: 400,
+    code: 'INVALID_EVENT',
+  },
+  {
+    name: 'an id holding a lone surrogate',
+    request: () => signedBody(envelope('image.created', { id: 'evt_\ud800' })),
     status: 400,
     code: 'INVALID_EVENT',
   },
@@ -480,20 +498,30 @@ describe.each(ADAPTERS)('contract: $name', (adapter) => {
       expect(runs).toHaveLength(3);
     });
 
+    it.each([';', '{', 'a b', ''])(
+      'a Content-Type that does not parse (%j) is not checked either → 200',
+      async (type) => {
+        const { client, runs } = await mount();
+        const res = await client.send(delivery(undefined, { headers: { 'content-type': type } }));
+        expect({ status: res.status, json: res.json }).toEqual({ status: 200, json: { received: true } });
+        expect(runs).toHaveLength(1);
+      },
+    );
+
     it('verifies raw bytes, not decoded text: a body that is not valid UTF-8', async () => {
       const { client, runs } = await mount();
       const [head, tail] = JSON.stringify(createTestEvent('image.created', { name: '@@' })).split('@@') as [
         string,
         string,
       ];
-      // Two bytes that are not UTF-8 inside a string value: signed and sent as bytes.
+      // Two bytes that are not UTF-8 inside a string value: signed and sent as bytes. The signature
+      // holds, then the body is refused: JSON is UTF-8 (RFC 8259), and decoding would merge ids.
       const bytes = Buffer.concat([Buffer.from(head), Buffer.from([0xff, 0xfe]), Buffer.from(tail)]);
-      const res = await client.send(signedBody(bytes));
-      expect(res.status).toBe(200);
-      expect(runs).toHaveLength(1);
+      expectError(await client.send(signedBody(bytes)), 400, 'INVALID_JSON');
       // The same bytes signed as their decoded text do not verify.
       const asText = signedBody(bytes.toString('utf8'));
       expectError(await client.send({ ...asText, body: bytes }), 400, 'SIGNATURE_MISMATCH');
+      expect(runs).toHaveLength(0);
     });
 
     it('accepts non-ASCII UTF-8 bodies signed over their bytes', async () => {

@@ -146,6 +146,36 @@ describe('property: hostile input', () => {
       RUNS,
     );
   });
+  it('a signed envelope is never an event when its bytes are not UTF-8 or its id is not well-formed', () => {
+    const webhooks = make();
+    const notUtf8 = fc.constantFrom(
+      [0x80],
+      [0xff],
+      [0xc0, 0xaf],
+      [0xed, 0xa0, 0x80],
+      [0xf4, 0x90, 0x80, 0x80],
+      [0xe2, 0x82],
+    );
+    const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((unit) => String.fromCharCode(unit));
+    fc.assert(
+      fc.property(envelopeArb, notUtf8, loneSurrogate, fc.boolean(), (event, junk, lone, asBytes) => {
+        // The junk goes inside the id's string, where a decoder would have turned it into U+FFFD.
+        const text = JSON.stringify({ ...event, id: `evt_${asBytes ? '#' : lone}` });
+        const [head, tail] = text.split('"evt_#"') as [string, string];
+        const body = asBytes
+          ? new Uint8Array([...Buffer.from(`${head}"evt_`), ...junk, ...Buffer.from(`"${tail}`)])
+          : text;
+        const headers = {
+          'x-service-signature': sign(SECRET, body, NOW),
+          'x-service-event': event.type,
+          'x-service-delivery': 'dlv_1',
+        };
+        const error = verifyError(() => webhooks.verify(body, headers));
+        expect((error as WebhookVerificationError)?.code).toBe(asBytes ? 'INVALID_JSON' : 'INVALID_EVENT');
+      }),
+      RUNS,
+    );
+  });
 });
 
 /** A header that carries the right signature among noise: any order, spaces, other schemes, wrong v1s, either case. */

@@ -13,10 +13,16 @@ let webCryptoOnly = false;
 
 /**
  * @internal Test seam: `true` makes core behave as on a runtime without `node:crypto` (Workers,
- * browsers), so Node tests can run the Web Crypto path. Not part of the public API.
+ * browsers), so Node tests can run the Web Crypto path (and TextDecoder for UTF-8, not `node:buffer`).
+ * Not part of the public API.
  */
 export function setWebCryptoOnly(on: boolean): void {
   webCryptoOnly = on;
+}
+
+/** @internal Whether the test seam is on: parse-event.ts then decodes as Workers do, with TextDecoder. */
+export function isWebCryptoOnly(): boolean {
+  return webCryptoOnly;
 }
 
 /** `node:crypto`, or undefined where the runtime lacks it (or the test seam hides it). */

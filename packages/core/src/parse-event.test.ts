@@ -3,9 +3,17 @@
  * prototypes, whatever words the body holds and however deep it nests.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setWebCryptoOnly } from './crypto.js';
 import { WebhookVerificationError } from './errors.js';
-import { parseEvent, safeJsonParse } from './parse-event.js';
+import {
+  decodeUtf8,
+  decodeUtf8Web,
+  isWellFormed,
+  isWellFormedFallback,
+  parseEvent,
+  safeJsonParse,
+} from './parse-event.js';
 
 const encode = (text: string) => new TextEncoder().encode(text);
 const envelope = (object: string) =>
@@ -197,5 +205,98 @@ describe('parseEvent', () => {
   it('a body starting with a byte order mark is INVALID_JSON', () => {
     expect(codeOf(() => parseEvent(encode(`\uFEFF${envelope('{}')}`)))).toBe('INVALID_JSON');
     expect(parseEvent(encode(envelope('{}'))).id).toBe('evt_1');
+  });
+});
+
+/** The text of `bytes` when they are UTF-8, decided by round trip: replacement characters do not re-encode to the bytes they replaced. */
+function utf8Oracle(bytes: Uint8Array): string | undefined {
+  const text = new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes);
+  return Buffer.from(text, 'utf8').equals(bytes) ? text : undefined;
+}
+
+/** Valid UTF-8 with up to three arbitrary bytes spliced in somewhere. */
+const mostlyUtf8 = fc
+  .tuple(fc.string({ unit: 'binary', maxLength: 24 }), fc.nat(), fc.uint8Array({ minLength: 0, maxLength: 3 }))
+  .map(([text, at, junk]) => {
+    const bytes = encode(text);
+    const i = at % (bytes.length + 1);
+    return new Uint8Array([...bytes.subarray(0, i), ...junk, ...bytes.subarray(i)]);
+  });
+
+const NOT_UTF8: [string, number[]][] = [
+  ['a lone continuation byte', [0x80]],
+  ['0xFF', [0xff]],
+  ['an overlong "/" (C0 AF)', [0xc0, 0xaf]],
+  ['an overlong NUL (E0 80 80)', [0xe0, 0x80, 0x80]],
+  ['an encoded high surrogate (ED A0 80)', [0xed, 0xa0, 0x80]],
+  ['an encoded low surrogate (ED B0 80)', [0xed, 0xb0, 0x80]],
+  ['a code point past U+10FFFF (F4 90 80 80)', [0xf4, 0x90, 0x80, 0x80]],
+  ['a truncated sequence (E2 82)', [0xe2, 0x82]],
+];
+
+describe('decodeUtf8 (node:buffer) and decodeUtf8Web (TextDecoder)', () => {
+  afterEach(() => setWebCryptoOnly(false));
+
+  it('agree with each other and with a round-trip oracle on any bytes (property)', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.uint8Array({ maxLength: 48 }), mostlyUtf8), (bytes) => {
+        const expected = utf8Oracle(bytes);
+        expect(decodeUtf8(bytes)).toBe(expected);
+        expect(decodeUtf8(Buffer.from(bytes))).toBe(expected);
+        expect(decodeUtf8Web(bytes)).toBe(expected);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it.each(NOT_UTF8)('refuse %s, on both runtimes', (_name, junk) => {
+    const bytes = new Uint8Array([0x7b, ...junk, 0x7d]);
+    expect(decodeUtf8(bytes)).toBeUndefined();
+    expect(decodeUtf8Web(bytes)).toBeUndefined();
+    expect(codeOf(() => parseEvent(bytes))).toBe('INVALID_JSON');
+    setWebCryptoOnly(true);
+    expect(codeOf(() => parseEvent(bytes))).toBe('INVALID_JSON');
+  });
+
+  it('keep a BOM, read only the view of a larger buffer, and decode text in any script', () => {
+    const text = '\uFEFF{"a":"café 日本 🙂 \uFFFD"}';
+    const framed = new Uint8Array([0xff, ...encode(text), 0xff]).subarray(1, -1);
+    for (const decode of [decodeUtf8, decodeUtf8Web]) {
+      expect(decode(framed)).toBe(text);
+      expect(decode(new Uint8Array(0))).toBe('');
+    }
+  });
+});
+
+describe('ids that are not well-formed text', () => {
+  const codeUnits = fc
+    .array(fc.oneof(fc.integer({ min: 0xd800, max: 0xdfff }), fc.integer({ min: 0, max: 0xffff })), { maxLength: 12 })
+    .map((units) => String.fromCharCode(...units));
+
+  it('the fallback agrees with String.prototype.isWellFormed (property)', () => {
+    fc.assert(
+      fc.property(codeUnits, (text) => {
+        expect(isWellFormedFallback(text)).toBe(isWellFormed(text));
+        expect(isWellFormed(text)).toBe(new TextDecoder().decode(new TextEncoder().encode(text)) === text);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it.each([
+    ['a high surrogate at the end', 'evt_\\ud800'],
+    ['a low surrogate alone', 'evt_a\\udc00b'],
+    ['a pair in the wrong order', 'evt_\\ude00\\ud83d'],
+  ])('an id with %s is INVALID_EVENT', (_name, id) => {
+    expect(
+      codeOf(() => parseEvent(encode(`{"id":"${id}","type":"image.created","created":1,"data":{"object":{}}}`))),
+    ).toBe('INVALID_EVENT');
+  });
+
+  it('an id with a surrogate pair, escaped or not, is an event', () => {
+    for (const id of ['evt_\\ud83d\\ude00', 'evt_🙂']) {
+      const event = parseEvent(encode(`{"id":"${id}","type":"image.created","created":1,"data":{"object":{}}}`));
+      expect(event.id).toBe(JSON.parse(`"${id}"`));
+    }
   });
 });

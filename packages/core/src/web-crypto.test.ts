@@ -84,6 +84,17 @@ const CORPUS: Case[] = [
     headers: { ...valid.headers, 'x-service-signature': `v0=x, v1=${'0'.repeat(64)}, t=${NOW}, v1=${v1Of(valid)}` },
   },
   rawCase('not UTF-8 bytes', notUtf8),
+  rawCase(
+    'a UTF-8-encoded surrogate in the id',
+    new Uint8Array([
+      ...bytes('{"id":"evt_'),
+      0xed,
+      0xa0,
+      0x80,
+      ...bytes('","type":"image.created","created":1,"data":{"object":{}}}'),
+    ]),
+  ),
+  rawCase('an id with a lone surrogate', JSON.stringify({ ...createTestEvent('image.created'), id: 'evt_\ud800' })),
   rawCase('non-ASCII text', JSON.stringify(createTestEvent('image.created', { name: 'café-日本-🙂' }))),
   rawCase('large body', JSON.stringify(createTestEvent('image.created', { blob: 'x'.repeat(200_000) }))),
   { ...valid, name: 'no signature', headers: { ...valid.headers, 'x-service-signature': undefined } },

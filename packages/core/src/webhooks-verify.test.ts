@@ -55,6 +55,14 @@ const CASES: [string, () => { body: string | Uint8Array; headers: Record<string,
   ],
   ['a signed non-JSON body', () => sigBody('{not json'), 'INVALID_JSON'],
   ['a signed non-envelope', () => sigBody(bodyWith({ id: 'nope' })), 'INVALID_EVENT'],
+  ['a signed body that is not UTF-8 (0xFF in the id)', () => sigBody(notUtf8Id(0xff)), 'INVALID_JSON'],
+  [
+    'a signed body with a UTF-8-encoded surrogate (ED A0 80)',
+    () => sigBody(notUtf8Id(0xed, 0xa0, 0x80)),
+    'INVALID_JSON',
+  ],
+  ['an id holding a lone surrogate', () => sigBody(bodyWith({ id: 'evt_\ud800' })), 'INVALID_EVENT'],
+  ['an id holding a lone low surrogate', () => sigBody(bodyWith({ id: 'evt_a\udc00b' })), 'INVALID_EVENT'],
   [
     'an X-Service-Event unlike the body',
     () => ({ ...signed(), headers: { ...signed().headers, 'x-service-event': 'image.deleted' } }),
@@ -72,7 +80,13 @@ const CASES: [string, () => { body: string | Uint8Array; headers: Record<string,
   ],
 ];
 
-function sigBody(body: string) {
+/** A signed-body envelope whose id holds these bytes, which are not UTF-8. */
+function notUtf8Id(...bytes: number[]): Uint8Array {
+  const [head, tail] = bodyWith({ id: 'evt_#' }).split('#') as [string, string];
+  return new Uint8Array([...Buffer.from(head), ...bytes, ...Buffer.from(tail)]);
+}
+
+function sigBody(body: string | Uint8Array) {
   return {
     body,
     headers: {
@@ -196,6 +210,28 @@ describe('webhooks.verify()', () => {
         expect(rejection(() => w.verify(body, forged)).code).toBe('SIGNATURE_MISMATCH');
       }
     }
+  });
+
+  it('distinct ids never collide: ids that are not UTF-8 or not well-formed are refused, a paired surrogate is kept', async () => {
+    const w = webhooks();
+    const ran: string[] = [];
+    w.onAny((event) => void ran.push(event.id));
+    const deliver = (body: string | Uint8Array) => {
+      const { headers } = sigBody(body);
+      return w.handle({ method: 'POST', headers, body });
+    };
+    // Each pair decoded to one string before ("evt_\uFFFD"): the second, a different event, was a duplicate.
+    for (const [a, b, code] of [
+      [notUtf8Id(0xff), notUtf8Id(0xfe), 'INVALID_JSON'],
+      [bodyWith({ id: 'evt_\ud800' }), bodyWith({ id: 'evt_\udbff' }), 'INVALID_EVENT'],
+    ] as const) {
+      for (const body of [a, b]) {
+        const answer = await deliver(body);
+        expect({ status: answer.status, code: JSON.parse(answer.body).error?.code }).toEqual({ status: 400, code });
+      }
+    }
+    expect((await deliver(bodyWith({ id: 'evt_\ud83d\ude00' }))).status).toBe(200);
+    expect(ran).toEqual(['evt_\u{1F600}']);
   });
 
   it('drops __proto__ keys instead of polluting prototypes', () => {
