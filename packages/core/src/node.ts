@@ -7,7 +7,7 @@ import { readStream } from './read-stream.js';
 /**
  * A `BodyReader` for a Node request, shared by the Express and Koa adapters. It uses a raw copy of
  * the body when an earlier parser kept one, otherwise reads the stream itself and stops at the
- * limit (413 without buffering the rest). When a parser consumed the stream and kept no copy, it
+ * limit (413 without buffering the rest) or at the deadline core passes (408 `BODY_TIMEOUT`). When a parser consumed the stream and kept no copy, it
  * answers `RAW_BODY_UNAVAILABLE` with `hint`, which tells the user how to mount the middleware.
  *
  * @param req - the Node request, or the stream that carries its body
@@ -21,7 +21,7 @@ export function nodeBodyReader(
   copy: unknown,
   hint: string,
 ): BodyReader {
-  return async (limit) => {
+  return async (limit, timeoutMs) => {
     if (copy instanceof Uint8Array || typeof copy === 'string') return copy;
     // body-parser marks `_body`; any reader leaves `readableDidRead`. Reading now would get a
     // truncated or empty body and a misleading SIGNATURE_MISMATCH, so say what happened instead.
@@ -32,8 +32,25 @@ export function nodeBodyReader(
         `A body parser consumed the request before pixhook and kept no raw copy, so the signature cannot be checked. ${hint}`,
       );
     }
-    return readStream(req, limit, req.headers?.['content-length']);
+    return readStream(req, limit, req.headers?.['content-length'], timeoutMs);
   };
+}
+
+/**
+ * The raw body an earlier parser kept, for `nodeBodyReader`'s `copy`: bytes first (`express.raw()`
+ * leaves a `Buffer` in `body`, a verify hook one in `rawBody`), then text (`express.text()`,
+ * koa-bodyparser's `rawBody`, serverless wrappers), which core takes as UTF-8. Anything else (a
+ * parsed object, nothing) gives undefined: the stream is read, or its absence explained.
+ *
+ * @param body - `req.body` / `ctx.request.body`
+ * @param rawBody - `req.rawBody` / `ctx.request.rawBody`
+ * @example
+ * nodeBodyReader(req, rawCopyOf(req.body, req.rawBody), hint)
+ */
+export function rawCopyOf(body: unknown, rawBody: unknown): Uint8Array | string | undefined {
+  if (body instanceof Uint8Array) return body;
+  if (rawBody instanceof Uint8Array || typeof rawBody === 'string') return rawBody;
+  return typeof body === 'string' ? body : undefined;
 }
 
 /**
