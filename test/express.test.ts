@@ -108,6 +108,21 @@ describe.each(VERSIONS)('$name', ({ express }) => {
     expect(runs).toHaveLength(1);
   });
 
+  it("express.text({ type: '*/*' }) mounted before → 200 from the string in req.body, taken as UTF-8", async () => {
+    const { webhooks, runs } = recordingWebhooks();
+    const app = express();
+    app.use(express.text({ type: '*/*' }));
+    app.post('/webhooks', webhookMiddleware(webhooks));
+    const client = await serve(app);
+    const event = createTestEvent('image.created', { filename: 'café-日本-🙂.jpg' });
+    expect((await client.send(delivery(event))).status).toBe(200);
+    expect(runs.map((r) => r.id)).toEqual([event.id]);
+    // Still the signed text: a changed string fails.
+    const d = delivery();
+    const tampered = await client.send({ ...d, body: d.body.replace('"created":', '"created": ') });
+    expect(errorCode(tampered.json)).toBe('SIGNATURE_MISMATCH');
+  });
+
   it("app.use('/webhooks', mw): POST → 200, GET → 405 with Allow: POST", async () => {
     const { webhooks, runs } = recordingWebhooks();
     const app = express();

@@ -105,6 +105,22 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
     expect(runs).toHaveLength(1);
   });
 
+  it('a string in ctx.request.body (a text parser, a serverless wrapper) counts as the body, taken as UTF-8', async () => {
+    const { webhooks, runs } = recordingWebhooks();
+    const app = new Koa();
+    app.use(async (ctx, next) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
+      (ctx.request as { body?: unknown }).body = Buffer.concat(chunks).toString('utf8');
+      await next();
+    });
+    app.use(webhookMiddleware(webhooks));
+    const client = await serve(app);
+    const event = createTestEvent('image.created', { filename: 'café-日本-🙂.jpg' });
+    expect((await client.send(delivery(event))).status).toBe(200);
+    expect(runs.map((r) => r.id)).toEqual([event.id]);
+  });
+
   it('with path: other paths go to next() and downstream middleware answers', async () => {
     const { webhooks, runs } = recordingWebhooks();
     const app = new Koa();

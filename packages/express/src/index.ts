@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HandleInput, WebhookResponse } from '@pixhook/core';
-import { nodeBodyReader, pathMatcher } from '@pixhook/core/node';
+import { nodeBodyReader, pathMatcher, rawCopyOf } from '@pixhook/core/node';
 
 /** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
 export interface WebhooksLike {
@@ -44,19 +44,47 @@ export function webhookMiddleware(
       next();
       return;
     }
-    // A Buffer in req.body comes from express.raw(); req.rawBody from a verify hook.
-    const copy = req.body instanceof Uint8Array ? req.body : req.rawBody;
+    // A Buffer in req.body comes from express.raw(), a string from express.text() or a serverless
+    // wrapper; req.rawBody from a verify hook.
     webhooks
       .handle({
         method: req.method,
         headers: req.headers,
-        body: nodeBodyReader(req, copy, HINT),
+        body: nodeBodyReader(req, rawCopyOf(req.body, req.rawBody), HINT),
         request: req as never,
       })
-      .then((result) => {
-        res.statusCode = result.status;
-        for (const name in result.headers) res.setHeader(name, result.headers[name] as string);
-        res.end(result.body);
-      }, next);
+      .then(
+        (result) => send(res, result, next),
+        (error: unknown) => fail(res, error, next),
+      );
   };
+}
+
+/**
+ * Writes pixhook's answer, unless the response is already on its way: a timeout middleware (or the
+ * app) may have answered while the body or a handler was slow, and writing headers then throws.
+ * Nothing here may throw, or it would become an unhandled rejection and end the process.
+ */
+function send(res: ServerResponse, result: WebhookResponse, next: (error?: unknown) => void): void {
+  if (res.headersSent || res.writableEnded || res.destroyed) return;
+  try {
+    res.statusCode = result.status;
+    for (const name in result.headers) res.setHeader(name, result.headers[name] as string);
+    res.end(result.body);
+  } catch (error) {
+    fail(res, error, next);
+  }
+}
+
+/** Hands an error to Express while it can still answer; otherwise the connection is all that is left. */
+function fail(res: ServerResponse, error: unknown, next: (error?: unknown) => void): void {
+  if (!res.headersSent) {
+    try {
+      next(error);
+      return;
+    } catch {
+      // fall through: an error handler that throws leaves nothing to answer with
+    }
+  }
+  if (!res.writableEnded) res.destroy();
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { HandleInput, WebhookResponse } from '@pixhook/core';
-import { nodeBodyReader, pathMatcher } from '@pixhook/core/node';
+import { nodeBodyReader, pathMatcher, rawCopyOf } from '@pixhook/core/node';
 
 /** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
 export interface WebhooksLike {
@@ -22,6 +22,7 @@ export interface KoaContextLike {
   path: string;
   method: string;
   req: IncomingMessage;
+  res: { readonly headersSent: boolean; readonly writableEnded: boolean };
   request: { rawBody?: unknown; body?: unknown };
   status: number;
   body: unknown;
@@ -55,9 +56,11 @@ export function webhookMiddleware(
     const result = await webhooks.handle({
       method: ctx.method,
       headers: ctx.req.headers,
-      body: nodeBodyReader(ctx.req, body instanceof Uint8Array ? body : rawBody, HINT),
+      body: nodeBodyReader(ctx.req, rawCopyOf(body, rawBody), HINT),
       request: ctx as never,
     });
+    // A timeout middleware (or the app) may have answered while the body or a handler was slow.
+    if (ctx.res.headersSent || ctx.res.writableEnded) return;
     ctx.status = result.status;
     ctx.set(result.headers);
     ctx.body = result.body;
