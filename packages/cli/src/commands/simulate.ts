@@ -32,7 +32,9 @@ delay repeats.
 
 Every attempt is the same delivery: the same event id and body, the same X-Service-Delivery,
 re-signed with a fresh timestamp. --time-scale divides the delays only; the deadline stays the
-service's unless --deadline changes it.
+service's unless --deadline changes it. When a shrunk delay is shorter than your handler's run, a
+pixhook receiver answers the retry 409 IN_FLIGHT (the event is still being processed): simulate
+says so at the end and suggests a smaller --time-scale.
 
 Examples:
   $ export PIXHOOK_SECRET=whsec_from_the_dashboard
