@@ -133,7 +133,7 @@ async function settle(
       } catch (cause) {
         host.reportError(
           storeError(
-            `The store could not release event ${event.id} after a handler failed; retries answer 409 until its claim expires.`,
+            `The store could not release event ${event.id} after a handler failed; retries may answer 409 until the store takes the release or the claim expires.`,
             cause,
           ),
           errorContext,
@@ -180,22 +180,30 @@ function renewClaim(
   if (typeof extend !== 'function') return undefined;
   const ttl = store.inFlightTtlMs;
   const every = Math.max(1, Math.floor((typeof ttl === 'number' && ttl > 0 ? ttl : DEFAULT_IN_FLIGHT_TTL_MS) / 3));
-  const lost = (cause?: unknown) => {
-    clearInterval(interval);
-    host.reportError(
-      storeError(
-        `The claim on event ${id} could not be kept while its handlers ran past the deadline; a retry may run it beside them.`,
-        cause,
-      ),
-      errorContext,
-    );
+  let reported = false;
+  const report = (message: string, cause?: unknown) => {
+    if (reported) return;
+    reported = true;
+    host.reportError(storeError(message, cause), errorContext);
   };
   const interval = setInterval(() => {
     Promise.resolve()
       .then(() => extend.call(store, id, token))
-      .then((kept) => {
-        if (kept === false) lost();
-      }, lost);
+      .then(
+        (kept) => {
+          if (kept !== false) return;
+          clearInterval(interval);
+          report(
+            `The claim on event ${id} expired while its handlers ran past the deadline; a retry may run it beside them.`,
+          );
+        },
+        // The store may be back by the next tick: keep trying, and say it once.
+        (cause: unknown) =>
+          report(
+            `The claim on event ${id} could not be renewed while its handlers ran past the deadline; retrying.`,
+            cause,
+          ),
+      );
   }, every);
   // The run itself keeps the process alive while it works; the renewals must not.
   interval.unref?.();
