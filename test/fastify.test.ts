@@ -2,6 +2,7 @@
  * Fastify-specific behaviour: encapsulation (the app's other routes keep parsing JSON), prefix and
  * default path, option errors, and what handlers receive. fastify.inject, plus one real listener.
  */
+import { createGunzip, gzipSync } from 'node:zlib';
 import { Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import pixhook from '@pixhook/fastify';
@@ -71,6 +72,24 @@ describe('@pixhook/fastify', () => {
       expect((await post(fastify, '/webhooks', d)).statusCode).toBe(200);
     }
     expect(runs).toHaveLength(3);
+  });
+
+  it('a stream set by a preParsing hook (here: gunzip) is the body pixhook reads', async () => {
+    const { webhooks, runs } = recordingWebhooks();
+    const fastify = app();
+    fastify.addHook('preParsing', async (request, _reply, payload) =>
+      request.headers['content-encoding'] === 'gzip' ? payload.pipe(createGunzip()) : payload,
+    );
+    await fastify.register(pixhook, { webhooks });
+    const d = delivery();
+    const res = await fastify.inject({
+      method: 'POST',
+      url: '/webhooks',
+      headers: { ...d.headers, 'content-encoding': 'gzip' },
+      payload: gzipSync(d.body),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(runs).toHaveLength(1);
   });
 
   it("registered with { prefix: '/api' } → served at /api/webhooks", async () => {

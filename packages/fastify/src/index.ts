@@ -1,11 +1,11 @@
+import type { Readable } from 'node:stream';
 import type { BodyReader, HandleInput, WebhookResponse } from '@pixhook/core';
+import { nodeBodyReader } from '@pixhook/core/node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
 export interface WebhooksLike {
   handle(input: HandleInput<never>): Promise<WebhookResponse>;
-  /** The largest body accepted; the plugin's body parser stops reading past it. */
-  readonly maxBodyBytes?: number;
 }
 
 /** Options of the Fastify plugin. */
@@ -18,6 +18,8 @@ export interface PixhookFastifyOptions {
    */
   path?: string;
 }
+
+const HINT = 'Register the plugin without a preParsing hook or content-type parser that reads the body for its route.';
 
 /**
  * Fastify 5 plugin: one route (`path`, every method; non-POST answers 405) that verifies,
@@ -38,29 +40,33 @@ async function pixhook(fastify: FastifyInstance, options: PixhookFastifyOptions)
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new TypeError(`@pixhook/fastify: path must be a string starting with "/", got ${JSON.stringify(path)}.`);
   }
-  // Every content type is read into one Buffer, by Fastify's own reader, with pixhook's limit:
-  // the signature decides, not the Content-Type. Encapsulated: the app's other routes keep theirs.
+  // Every content type, valid or not, reaches the route with its body unread: core reads it with
+  // the limit and the deadline of `webhooks` (bodyTimeoutMs), through the same reader as Express
+  // and Koa. The signature decides, not the Content-Type. Encapsulated: the app's other routes
+  // keep their parsers. A stream set by a preParsing hook (decompression) is the one read.
   fastify.removeAllContentTypeParsers();
-  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: webhooks.maxBodyBytes }, (_request, body, done) =>
-    done(null, body),
-  );
+  fastify.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
   // Not async: the callback captures only `reply`, so nothing here keeps the body alive.
-  const respond = (request: FastifyRequest, reply: FastifyReply, body: HandleInput['body']) =>
+  const respond = (request: FastifyRequest, reply: FastifyReply, body: BodyReader) =>
     webhooks
       .handle({ method: request.method, headers: request.headers, body, request: request as never })
-      .then((result) => reply.code(result.status).headers(result.headers).send(result.body));
-  // A body Fastify's reader refused (too large, cut short) never reaches the route: core answers it,
-  // after the method check, so the contract's order and error format hold.
+      .then((result) => {
+        // A timeout hook (or the app) may have answered while the body or a handler was slow.
+        if (reply.sent || reply.raw.headersSent) return undefined;
+        return reply.code(result.status).headers(result.headers).send(result.body);
+      });
+  // A Content-Type Fastify cannot parse (`;`, `{`, `a b`) is refused before any parser runs, the
+  // body still unread: answer it like any other, as Express and Koa do.
   fastify.setErrorHandler((error: { code?: string }, request, reply) => {
-    if (!error.code?.startsWith('FST_ERR_CTP_')) throw error;
-    const reader: BodyReader = () => Promise.reject(error);
-    return respond(request, reply, reader);
+    if (!error.code?.startsWith('FST_ERR_CTP_') && error.code !== 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE') throw error;
+    return respond(request, reply, nodeBodyReader(request.raw, undefined, HINT));
   });
   fastify.all(path, (request, reply) => {
-    const body = request.body as Uint8Array | undefined;
-    // Core owns the bytes from here; without this reference they can be freed while handlers run.
+    const payload = request.body as Readable | undefined;
+    // Core owns the stream from here, and the bytes it reads can be freed while handlers run.
     request.body = undefined;
-    return respond(request, reply, body);
+    const stream = payload ?? request.raw;
+    return respond(request, reply, nodeBodyReader(stream, undefined, HINT));
   });
 }
 

@@ -1,0 +1,167 @@
+/**
+ * The body deadline (`bodyTimeoutMs`) on real servers, from a raw socket: a body trickled slower
+ * than the deadline gets `408 BODY_TIMEOUT` and its connection closed at about the deadline; an
+ * endless chunked body is discarded after its 413 only until the deadline; a body that arrived in
+ * time leaves its keep-alive connection open past the deadline.
+ */
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { Webhooks } from '@pixhook/core';
+import { webhookMiddleware as expressMiddleware } from '@pixhook/express';
+import pixhookFastify from '@pixhook/fastify';
+import { webhookMiddleware as koaMiddleware } from '@pixhook/koa';
+import express4 from 'express4';
+import express5 from 'express5';
+import Fastify from 'fastify';
+import Koa2 from 'koa2';
+import Koa3 from 'koa3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { delivery, SECRET } from './helpers/deliveries.js';
+
+const DEADLINE_MS = 300;
+
+type Start = (webhooks: Webhooks) => Promise<{ port: number; close: () => Promise<void> }>;
+
+function serve(listener: http.RequestListener): ReturnType<Start> {
+  const server = http.createServer(listener);
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      }),
+    );
+  });
+}
+
+const SERVERS: [string, Start][] = [
+  ['express@4', (w) => serve(express4().post('/webhooks', expressMiddleware(w)))],
+  ['express@5', (w) => serve(express5().post('/webhooks', expressMiddleware(w)))],
+  ['koa@2', (w) => serve(new Koa2().use(koaMiddleware(w, { path: '/webhooks' }) as never).callback())],
+  ['koa@3', (w) => serve(new Koa3().use(koaMiddleware(w, { path: '/webhooks' }) as never).callback())],
+  [
+    'fastify@5',
+    async (w) => {
+      const app = Fastify();
+      await app.register(pixhookFastify, { webhooks: w });
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      return { port: (app.server.address() as AddressInfo).port, close: () => app.close() };
+    },
+  ],
+];
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A raw connection: what it received, when it first received something, and when it closed. */
+function connect(port: number) {
+  const socket = net.connect(port, '127.0.0.1');
+  const started = Date.now();
+  const state = { text: '', answeredAfter: Number.POSITIVE_INFINITY, closedAfter: Number.POSITIVE_INFINITY };
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => {
+    if (state.text === '') state.answeredAfter = Date.now() - started;
+    state.text += chunk;
+  });
+  // A reset after the answer is one way for a server to close; the test looks at what arrived.
+  socket.on('error', () => {});
+  const closed = new Promise<void>((resolve) =>
+    socket.on('close', () => {
+      state.closedAfter = Date.now() - started;
+      resolve();
+    }),
+  );
+  /** Waits until the connection closed, at most `ms`. */
+  const closedWithin = (ms: number) => Promise.race([closed, sleep(ms)]);
+  return { socket, state, closedWithin };
+}
+
+function head(headers: Record<string, string | number>): string {
+  const lines = Object.entries({ host: '127.0.0.1', ...headers }).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `POST /webhooks HTTP/1.1\r\n${lines.join('')}\r\n`;
+}
+
+describe.each(SERVERS)('body deadline: %s', (_name, start) => {
+  const cleanups: (() => void | Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function server(options: { maxBodyBytes?: number } = {}) {
+    const webhooks = new Webhooks({ secret: SECRET, bodyTimeoutMs: DEADLINE_MS, ...options });
+    const runs: string[] = [];
+    webhooks.onAny((event) => void runs.push(event.id));
+    webhooks.onError(() => {});
+    const started = await start(webhooks);
+    cleanups.push(started.close);
+    return { port: started.port, runs };
+  }
+
+  it('a trickled body gets 408 BODY_TIMEOUT with connection: close, and the connection closes', async () => {
+    const { port, runs } = await server();
+    const { socket, state, closedWithin } = connect(port);
+    const d = delivery();
+    socket.write(head({ ...d.headers, 'content-length': Buffer.byteLength(d.body) }));
+    let sent = 0;
+    const trickle = setInterval(() => {
+      if (!socket.destroyed && sent < d.body.length - 1) socket.write(d.body[sent++] as string);
+    }, 40);
+    cleanups.push(
+      () => clearInterval(trickle),
+      () => void socket.destroy(),
+    );
+    await closedWithin(3_000);
+
+    expect(state.text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(state.text.toLowerCase()).toContain('connection: close');
+    expect(state.text).toContain('"code":"BODY_TIMEOUT"');
+    expect(state.answeredAfter).toBeGreaterThanOrEqual(DEADLINE_MS - 20);
+    expect(state.answeredAfter).toBeLessThan(DEADLINE_MS + 700);
+    // Closed right after the answer, long before Node's own requestTimeout (300 s).
+    expect(state.closedAfter).toBeLessThan(DEADLINE_MS + 1_200);
+    expect(runs).toEqual([]);
+  });
+
+  it('an endless chunked body: 413 at once, discarded after it only until the deadline, then closed', async () => {
+    const { port } = await server({ maxBodyBytes: 1024 });
+    const { socket, state, closedWithin } = connect(port);
+    const d = delivery();
+    socket.write(head({ ...d.headers, 'transfer-encoding': 'chunked' }));
+    socket.write(`800\r\n${'a'.repeat(0x800)}\r\n`);
+    const trickle = setInterval(() => {
+      if (!socket.destroyed) socket.write(`a\r\n${'b'.repeat(10)}\r\n`);
+    }, 30);
+    cleanups.push(
+      () => clearInterval(trickle),
+      () => void socket.destroy(),
+    );
+    await closedWithin(3_000);
+
+    expect(state.text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(state.text).toContain('"code":"PAYLOAD_TOO_LARGE"');
+    expect(state.answeredAfter).toBeLessThan(DEADLINE_MS);
+    expect(state.closedAfter).toBeLessThan(DEADLINE_MS + 1_200);
+  });
+
+  it('a body that arrived in time leaves its keep-alive connection open past the deadline', async () => {
+    const { port, runs } = await server();
+    const { socket, state } = connect(port);
+    cleanups.push(() => void socket.destroy());
+    const answers = () => state.text.match(/HTTP\/1\.1 200 /g)?.length ?? 0;
+    const send = async (count: number) => {
+      const d = delivery();
+      socket.write(head({ ...d.headers, 'content-length': Buffer.byteLength(d.body) }) + d.body);
+      for (let waited = 0; answers() < count && waited < 2_000; waited += 10) await sleep(10);
+    };
+    await send(1);
+    await sleep(DEADLINE_MS * 2);
+    expect(socket.destroyed).toBe(false);
+    await send(2);
+    expect(answers()).toBe(2);
+    expect(runs).toHaveLength(2);
+    expect(state.closedAfter).toBe(Number.POSITIVE_INFINITY);
+  });
+});
