@@ -3,6 +3,8 @@
  */
 import {
   type AnyEvent,
+  type DefaultEventDataMap,
+  type EventDataMap,
   type EventHandler,
   type EventType,
   type KnownEvent,
@@ -82,13 +84,74 @@ describe('onAny() and verify()', () => {
       expectTypeOf(event).toEqualTypeOf<AnyEvent>();
       expectTypeOf(event).toEqualTypeOf<KnownEvent | UnknownEvent>();
       // Known types stay suggested by editors; any other string is possible.
-      expectTypeOf(event.type).toEqualTypeOf<EventType | (string & {})>();
+      expectTypeOf(event.type).toEqualTypeOf<EventType | UnknownEvent['type']>();
+      expectTypeOf(event.type).toExtend<string>();
       expectTypeOf(event.data.object).toEqualTypeOf<Obj>();
     });
     typed.onAny((event) => {
       expectTypeOf(event).toEqualTypeOf<AnyEvent<MyEvents>>();
       expectTypeOf(event).toExtend<KnownEvent<MyEvents> | UnknownEvent>();
     });
+  });
+
+  it('a check of event.type narrows the event and its data.object exactly', () => {
+    typed.onAny((event) => {
+      if (event.type === 'quota.warned') {
+        expectTypeOf(event).toEqualTypeOf<WebhookEvent<'quota.warned', { used_percent: number }>>();
+        expectTypeOf(event.data.object.used_percent).toEqualTypeOf<number>();
+      }
+      if (event.type === 'image.created' || event.type === 'quota.warned') {
+        expectTypeOf(event.type).toEqualTypeOf<'image.created' | 'quota.warned'>();
+      }
+    });
+    webhooks.onAny((event) => {
+      if (event.type === 'image.deleted') expectTypeOf(event).toEqualTypeOf<WebhookEvent<'image.deleted', Obj>>();
+    });
+    const verified = typed.verify('{}', {});
+    if (verified.type === 'image.created') expectTypeOf(verified.data.object.bytes).toEqualTypeOf<number>();
+  });
+
+  it('switch (event.type) narrows each case; default is what pixhook does not know', () => {
+    typed.onAny((event) => {
+      switch (event.type) {
+        case 'image.created':
+          expectTypeOf(event.data.object.url).toEqualTypeOf<string>();
+          break;
+        case 'quota.warned':
+          expectTypeOf(event.data.object.used_percent).toEqualTypeOf<number>();
+          break;
+        case 'image.deleted':
+        case 'api_key.revoked':
+        case 'quota.exceeded':
+          expectTypeOf(event.data.object).toEqualTypeOf<Obj>();
+          break;
+        default: {
+          // A type the service added after this version of pixhook: any string, any object.
+          expectTypeOf(event).toEqualTypeOf<UnknownEvent>();
+          expectTypeOf(event.data.object).toEqualTypeOf<Obj>();
+          const type: string = event.type;
+          if (type === 'image.updated') expectTypeOf(event.data.object).toEqualTypeOf<Obj>();
+        }
+      }
+    });
+  });
+
+  it('an unknown type compares as a string (the trade-off of exact narrowing)', () => {
+    webhooks.onAny((event) => {
+      const name: string = 'image.updated';
+      if (event.type === name) expectTypeOf(event).toEqualTypeOf<AnyEvent>();
+      if (String(event.type) === 'image.updated') expectTypeOf(event).toEqualTypeOf<AnyEvent>();
+      expectTypeOf(`webhook.${event.type}`).toEqualTypeOf<string>();
+      expectTypeOf(event.type.startsWith('image.')).toEqualTypeOf<boolean>();
+      // TypeScript has no "string but not these": the unknown arm cannot overlap the known types
+      // without overlapping every literal, so a literal pixhook does not know is refused, not narrowed.
+      // @ts-expect-error compare String(event.type) or a string copy with a type pixhook does not know
+      if (event.type === 'image.updated') return;
+    });
+    // For the same reason, test code builds an unknown event with a double cast.
+    expectTypeOf(createTestEvent('image.updated') as unknown as UnknownEvent).toExtend<AnyEvent>();
+    // @ts-expect-error no literal is the type of an unknown event
+    createTestEvent('image.updated') as UnknownEvent;
   });
 
   it('verify returns AnyEvent, typed by the map', () => {
@@ -120,6 +183,39 @@ describe('a custom data map', () => {
   it('only maps known types', () => {
     // @ts-expect-error 'image.resized' is not an event type
     new Webhooks<{ 'image.resized': { id: string } }>({ secret: 's' });
+  });
+
+  it('a misspelled key beside correct ones is an error, in an interface or a type alias', () => {
+    interface Misspelled {
+      'image.created': { id: string };
+      'image.craeted': { id: string };
+    }
+    type MisspelledAlias = { 'quota.warned': { used_percent: number }; 'quota.warnd': { used_percent: number } };
+    // @ts-expect-error 'image.craeted' is not an event type
+    new Webhooks<Misspelled>({ secret: 's' });
+    // @ts-expect-error 'quota.warnd' is not an event type
+    new Webhooks<MisspelledAlias>({ secret: 's' });
+    // @ts-expect-error also with a request type
+    new Webhooks<Misspelled, ExpressRequest>({ secret: 's' });
+    // @ts-expect-error a numeric key neither
+    new Webhooks<{ 'image.created': { id: string }; 404: { id: string } }>({ secret: 's' });
+    // The error names the key and the known types.
+    expectTypeOf<
+      EventDataMap<Misspelled>['image.craeted']
+    >().toEqualTypeOf<'pixhook: "image.craeted" is not an event type; known types are image.created, image.deleted, api_key.revoked, quota.warned, quota.exceeded'>();
+  });
+
+  it('accepts interfaces, type aliases, the default map, an index signature and a request type', () => {
+    type Alias = { 'image.created': { id: string }; 'quota.warned'?: { used_percent: number } };
+    expectTypeOf(new Webhooks<MyEvents>({ secret: 's' })).toEqualTypeOf(typed);
+    new Webhooks<Alias>({ secret: 's' });
+    new Webhooks<Alias, Request>({ secret: 's' });
+    new Webhooks<DefaultEventDataMap, Request>({ secret: 's' });
+    new Webhooks<Record<never, never>>({ secret: 's' });
+    new Webhooks<Record<string, object>, Request>({ secret: 's' });
+    // A function generic over the map states the same bound.
+    const register = <M extends EventDataMap<M>>(app: Webhooks<M>) => app.onAny(() => {});
+    register(typed);
   });
 });
 

@@ -27,14 +27,15 @@ const KNOWN = new Set<string>(EVENT_TYPES);
 /**
  * Receives the image service's webhooks: verifies, de-duplicates and dispatches them.
  *
- * @typeParam M - optional map from event type to the shape of its `data.object`
+ * @typeParam M - optional map from event type to the shape of its `data.object`; a key that is
+ *   not an event type is a type error
  * @typeParam TRequest - the request type handlers see as `context.request`
  * @example
  * const webhooks = new Webhooks({ secret: process.env.SIGNING_SECRET })
  * webhooks.on('image.created', async (event, { deliveryId }) => { await index(event.data.object) })
  * app.post('/webhooks', webhookMiddleware(webhooks))
  */
-export class Webhooks<M extends EventDataMap = DefaultEventDataMap, TRequest = unknown> {
+export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest = unknown> {
   // Private fields: no reflection (getOwnPropertyDescriptors, showHidden inspection) reaches them.
   readonly #options: ResolvedOptions;
   readonly #byType = new Map<string, AnyHandler[]>();
