@@ -104,6 +104,47 @@ describe('createFetchHandler', () => {
     expect(contexts).toHaveLength(1);
   });
 
+  it('408 BODY_TIMEOUT with connection: close when the body has not arrived by bodyTimeoutMs; the stream is cancelled', async () => {
+    const { handler, contexts } = setup({ bodyTimeoutMs: 150 });
+    const d = delivery();
+    let cancelled = false;
+    // Half the body, then nothing: a client that trickles or stalls.
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(d.body.substring(0, 20)));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const started = Date.now();
+    const response = await fromResponse(await handler(post(stream, d.headers)));
+    expect(response.status).toBe(408);
+    expect(response.json).toMatchObject({ error: { code: 'BODY_TIMEOUT' } });
+    expect(response.headers.connection).toBe('close');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(cancelled).toBe(true);
+    expect(contexts).toHaveLength(0);
+  });
+
+  it('a body that arrives within bodyTimeoutMs, in slow chunks, is read whole', async () => {
+    const d = delivery();
+    const bytes = new TextEncoder().encode(d.body);
+    const { handler, contexts } = setup({ bodyTimeoutMs: 1_000 });
+    let offset = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        if (offset >= bytes.byteLength) return controller.close();
+        controller.enqueue(bytes.slice(offset, offset + 100));
+        offset += 100;
+      },
+    });
+    expect((await handler(post(stream, d.headers))).status).toBe(200);
+    expect(contexts).toHaveLength(1);
+  });
+
   it('a body read before pixhook → 500 RAW_BODY_UNAVAILABLE that says how to fix it', async () => {
     const { handler, contexts } = setup();
     const { body, headers } = delivery();
