@@ -15,6 +15,7 @@ export {
   type EventType,
   type KnownEvent,
   type UnknownEvent,
+  type UnknownEventType,
   type WebhookEvent,
 } from './events.js';
 export type { HeadersInput } from './headers.js';

@@ -72,7 +72,7 @@ describe('handler deadline (handlerTimeoutMs)', () => {
     gate.reject(new Error('billing API down'));
     await sleep(10);
     expect(errors.map((e) => e.code)).toEqual(['HANDLER_TIMEOUT', 'HANDLER_FAILED']);
-    expect((errors[1]?.cause as Error).message).toBe('billing API down');
+    expect((errors[1]?.cause as Error | undefined)?.message).toBe('billing API down');
     // Released: the next delivery runs it again.
     expect((await webhooks.handle(delivery)).status).toBe(200);
     expect(runs).toBe(2);

@@ -188,6 +188,10 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
   }
 }
 
+// The delivery id is an unsigned header: no terminal control or bidi characters reach a log from it.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
 /** The default `onError`: one line with the code, the event and delivery, then the cause. */
 function logUnheard(error: WebhookVerificationError, context: ErrorContext): void {
   const where = [
@@ -196,7 +200,7 @@ function logUnheard(error: WebhookVerificationError, context: ErrorContext): voi
   ]
     .filter(Boolean)
     .join(', ');
-  const line = `pixhook: ${error.code}${where ? ` (${where.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?')})` : ''}: ${error.message} (register webhooks.onError() to handle these yourself)`;
+  const line = `pixhook: ${error.code}${where ? ` (${where.replace(UNPRINTABLE, '?')})` : ''}: ${error.message} (register webhooks.onError() to handle these yourself)`;
   if (error.cause === undefined) console.error(line);
   else console.error(line, error.cause);
 }
