@@ -179,7 +179,9 @@ describe('MemoryStore', () => {
   });
 
   it('a misspelled option throws with the closest name; a wrong type is named', () => {
-    expect(() => new MemoryStore({ maxEntry: 5 } as never)).toThrow(/no option "maxEntry"\. Did you mean "maxEntries"\?/);
+    expect(() => new MemoryStore({ maxEntry: 5 } as never)).toThrow(
+      /no option "maxEntry"\. Did you mean "maxEntries"\?/,
+    );
     expect(() => new MemoryStore({ completedTTLMs: 5 } as never)).toThrow(/Did you mean "completedTtlMs"\?/);
     expect(() => new MemoryStore({ maxEntries: '10' } as never)).toThrow(/got the string "10"/);
     expect(() => new MemoryStore(null as never)).toThrow(/options object/);
