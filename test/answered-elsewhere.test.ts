@@ -21,7 +21,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { httpSend } from './helpers/adapters.js';
 import { delivery, recordingWebhooks } from './helpers/deliveries.js';
 
-const TIMEOUT_MS = 100;
+const TIMEOUT_MS = 250;
 
 /** The webhooks an app is given, remembering every `handle()` so a test can wait for it to end. */
 function tracked(webhooks: Webhooks) {
