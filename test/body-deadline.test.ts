@@ -146,6 +146,26 @@ describe.each(SERVERS)('body deadline: %s', (_name, start) => {
     expect(state.closedAfter).toBeLessThan(DEADLINE_MS + 1_200);
   });
 
+  it('a body refused by its Content-Length: 413 at once with connection: close, and a trickled rest is not read', async () => {
+    const { port } = await server({ maxBodyBytes: 1024 });
+    const { socket, state, closedWithin } = connect(port);
+    const d = delivery();
+    socket.write(head({ ...d.headers, 'content-length': 1_000_000 }));
+    const trickle = setInterval(() => {
+      if (!socket.destroyed) socket.write('x'.repeat(10));
+    }, 30);
+    cleanups.push(
+      () => clearInterval(trickle),
+      () => void socket.destroy(),
+    );
+    await closedWithin(3_000);
+
+    expect(state.text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(state.text.toLowerCase()).toContain('connection: close');
+    expect(state.answeredAfter).toBeLessThan(DEADLINE_MS);
+    expect(state.closedAfter).toBeLessThan(DEADLINE_MS + 1_200);
+  });
+
   it('a body that arrived in time leaves its keep-alive connection open past the deadline', async () => {
     const { port, runs } = await server();
     const { socket, state } = connect(port);

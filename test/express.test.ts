@@ -243,4 +243,10 @@ describe.each(VERSIONS)('$name', ({ express }) => {
     expect(() => webhookMiddleware({} as never)).toThrow(/needs a Webhooks instance/);
     expect(() => webhookMiddleware(new Webhooks({ secret: SECRET }), { path: 'webhooks' })).toThrow(/path/);
   });
+
+  it('a misspelled option throws, naming the right one', () => {
+    expect(() => webhookMiddleware(new Webhooks({ secret: SECRET }), { paht: '/webhooks' } as never)).toThrow(
+      /@pixhook\/express: .*no option "paht"\. Did you mean "path"\?/,
+    );
+  });
 });

@@ -134,10 +134,25 @@ describe('@pixhook/fastify', () => {
     ['no webhooks', { path: '/webhooks' }, /needs a Webhooks instance/],
     ['webhooks without handle()', { webhooks: {} }, /needs a Webhooks instance/],
     ['a path without a leading slash', { webhooks: new Webhooks({ secret: SECRET }), path: 'webhooks' }, /path must/],
+    [
+      'a misspelled option',
+      { webhooks: new Webhooks({ secret: SECRET }), paths: '/x' },
+      /no option "paths"\. Did you mean "path"\?/,
+    ],
+    ['webhook for webhooks', { webhook: new Webhooks({ secret: SECRET }) }, /Did you mean "webhooks"\?/],
   ])('registering with %s fails with a clear error', async (_name, options, message) => {
     const fastify = app();
     fastify.register(pixhook, options as never);
     await expect(fastify.ready()).rejects.toThrow(message);
+  });
+
+  it("Fastify's own registration options (prefix, logLevel) are accepted", async () => {
+    const { webhooks, runs } = recordingWebhooks();
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks, prefix: '/hooks', logLevel: 'warn' });
+    const res = await post(fastify, '/hooks/webhooks', delivery(createTestEvent('image.created')));
+    expect(res.statusCode).toBe(200);
+    expect(runs).toHaveLength(1);
   });
 
   it("maxBodyBytes governs, not Fastify's own 1 MiB bodyLimit", async () => {

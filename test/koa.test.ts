@@ -238,4 +238,10 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
     expect(() => webhookMiddleware(undefined as never)).toThrow(/needs a Webhooks instance/);
     expect(() => webhookMiddleware(new Webhooks({ secret: SECRET }), { path: 'webhooks' })).toThrow(/path/);
   });
+
+  it('a misspelled option throws, naming the right one', () => {
+    expect(() => webhookMiddleware(new Webhooks({ secret: SECRET }), { Path: '/webhooks' } as never)).toThrow(
+      /@pixhook\/koa: .*no option "Path"\. Did you mean "path"\?/,
+    );
+  });
 });

@@ -40,9 +40,13 @@ function distance(a: string, b: string): number {
 export function assertKnownOptions(options: object, names: readonly string[], owner: string): void {
   for (const key of Object.keys(options)) {
     if (names.includes(key)) continue;
-    let best = names[0] as string;
-    for (const name of names) if (distance(key, name) < distance(key, best)) best = name;
-    const hint = distance(key, best) <= Math.max(2, Math.floor(best.length / 3)) ? ` Did you mean "${best}"?` : '';
-    throw new TypeError(`${owner} has no option ${JSON.stringify(key)}.${hint} Options: ${names.join(', ')}.`);
+    let best: string | undefined;
+    for (const name of names) if (best === undefined || distance(key, name) < distance(key, best)) best = name;
+    const hint =
+      best !== undefined && distance(key, best) <= Math.max(2, Math.floor(best.length / 3))
+        ? ` Did you mean "${best}"?`
+        : '';
+    const known = names.length > 0 ? ` Options: ${names.join(', ')}.` : ' It takes none yet.';
+    throw new TypeError(`${owner} has no option ${JSON.stringify(key)}.${hint}${known}`);
   }
 }

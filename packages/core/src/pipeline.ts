@@ -48,6 +48,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 const EMPTY = new Uint8Array(0);
 const DIGITS = /^[0-9]+$/;
 const NO_HEADERS: HeadersInput = {};
+/** 413s answered from Content-Length alone, before a byte of the body was read. */
+const UNREAD = new WeakSet<WebhookVerificationError>();
 
 function ok(duplicate: boolean): WebhookResponse {
   return {
@@ -60,8 +62,9 @@ function ok(duplicate: boolean): WebhookResponse {
 function answer(error: WebhookVerificationError): WebhookResponse {
   const headers: Record<string, string> = { 'content-type': JSON_TYPE };
   if (error.code === 'METHOD_NOT_ALLOWED') headers.allow = 'POST';
-  // The rest of a body that came too slowly may never come: do not wait for it on this connection.
-  if (error.code === 'BODY_TIMEOUT') headers.connection = 'close';
+  // The rest of a body that came too slowly may never come, and one refused by its Content-Length
+  // was never read: do not wait for either on this connection.
+  if (error.code === 'BODY_TIMEOUT' || UNREAD.has(error)) headers.connection = 'close';
   return { status: error.status, headers, body: JSON.stringify(error.toJSON()) };
 }
 
@@ -121,7 +124,11 @@ async function admit(options: ResolvedOptions, input: HandleInput, headers: Head
   const limit = options.maxBodyBytes;
   const declared = getHeader(headers, 'content-length');
   // Refuse a declared oversize body before reading a byte of it.
-  if (declared !== undefined && DIGITS.test(declared) && Number(declared) > limit) throw payloadTooLarge(limit);
+  if (declared !== undefined && DIGITS.test(declared) && Number(declared) > limit) {
+    const error = payloadTooLarge(limit);
+    UNREAD.add(error);
+    throw error;
+  }
   const raw = typeof input.body === 'function' ? await readBody(input.body, limit, options.bodyTimeoutMs) : input.body;
   const body = rawBytes(raw, 'webhooks.handle()');
   if (body.byteLength > limit) throw payloadTooLarge(limit);

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { HandleInput, WebhookResponse } from '@pixhook/core';
+import { assertKnownOptions, type HandleInput, type WebhookResponse } from '@pixhook/core';
 import { nodeBodyReader, pathMatcher, rawCopyOf } from '@pixhook/core/node';
 
 /** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
@@ -38,7 +38,8 @@ export function webhookMiddleware(
   if (typeof webhooks?.handle !== 'function') {
     throw new TypeError('@pixhook/express: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.');
   }
-  const matches = pathMatcher(options.path, '@pixhook/express');
+  assertKnownOptions(options ?? {}, ['path'], '@pixhook/express: webhookMiddleware(webhooks, options)');
+  const matches = pathMatcher(options?.path, '@pixhook/express');
   return function pixhook(req, res, next) {
     if (!matches(req.path ?? req.url ?? '/')) {
       next();

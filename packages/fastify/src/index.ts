@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { BodyReader, HandleInput, WebhookResponse } from '@pixhook/core';
+import { assertKnownOptions, type BodyReader, type HandleInput, type WebhookResponse } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
@@ -32,6 +32,12 @@ const HINT = 'Register the plugin without a preParsing hook or content-type pars
  */
 async function pixhook(fastify: FastifyInstance, options: PixhookFastifyOptions): Promise<void> {
   const { webhooks, path = '/webhooks' } = options ?? ({} as PixhookFastifyOptions);
+  // Fastify hands its own registration options (prefix, logLevel, logSerializers) to the plugin too.
+  assertKnownOptions(
+    options,
+    ['webhooks', 'path', 'prefix', 'logLevel', 'logSerializers'],
+    '@pixhook/fastify: register(pixhook, options)',
+  );
   if (typeof webhooks?.handle !== 'function') {
     throw new TypeError(
       '@pixhook/fastify: register(pixhook, { webhooks }) needs a Webhooks instance from @pixhook/core.',

@@ -1,4 +1,4 @@
-import type { HandleInput, WebhookResponse } from '@pixhook/core';
+import { assertKnownOptions, type HandleInput, type WebhookResponse } from '@pixhook/core';
 import { requestBodyReader } from './read-body.js';
 
 /** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
@@ -33,6 +33,7 @@ export function createFetchHandler(webhooks: WebhooksLike, options: FetchHandler
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('@pixhook/fetch: createFetchHandler(webhooks, options) takes an options object.');
   }
+  assertKnownOptions(options, [], '@pixhook/fetch: createFetchHandler(webhooks, options)');
   return async function pixhook(request: Request): Promise<Response> {
     const result = await webhooks.handle({
       method: request.method,

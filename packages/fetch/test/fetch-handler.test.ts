@@ -199,6 +199,9 @@ describe('createFetchHandler', () => {
     expect(() => createFetchHandler({} as never)).toThrow(/needs a Webhooks instance/);
     expect(() => createFetchHandler(undefined as never)).toThrow(TypeError);
     expect(() => createFetchHandler(setup().webhooks, null as never)).toThrow(/options object/);
+    expect(() => createFetchHandler(setup().webhooks, { path: '/x' } as never)).toThrow(
+      /@pixhook\/fetch: createFetchHandler\(webhooks, options\) has no option "path"/,
+    );
   });
 });
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { HandleInput, WebhookResponse } from '@pixhook/core';
+import { assertKnownOptions, type HandleInput, type WebhookResponse } from '@pixhook/core';
 import { nodeBodyReader, pathMatcher, rawCopyOf } from '@pixhook/core/node';
 
 /** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
@@ -46,7 +46,8 @@ export function webhookMiddleware(
   if (typeof webhooks?.handle !== 'function') {
     throw new TypeError('@pixhook/koa: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.');
   }
-  const matches = pathMatcher(options.path, '@pixhook/koa');
+  assertKnownOptions(options ?? {}, ['path'], '@pixhook/koa: webhookMiddleware(webhooks, options)');
+  const matches = pathMatcher(options?.path, '@pixhook/koa');
   return async function pixhook(ctx, next) {
     if (!matches(ctx.path)) {
       await next();
