@@ -20,6 +20,7 @@ import Koa3 from 'koa3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { httpSend } from './helpers/adapters.js';
 import { delivery, recordingWebhooks } from './helpers/deliveries.js';
+import { serve } from './helpers/servers.js';
 
 const TIMEOUT_MS = 250;
 
@@ -43,22 +44,6 @@ function tracked(webhooks: Webhooks) {
 
 type Like = ReturnType<typeof tracked>['like'];
 type Start = (webhooks: Like) => Promise<{ port: number; close: () => Promise<void> }>;
-
-function serve(listener: http.RequestListener): ReturnType<Start> {
-  const server = http.createServer(listener);
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        close: () =>
-          new Promise<void>((done) => {
-            server.closeAllConnections();
-            server.close(() => done());
-          }),
-      }),
-    );
-  });
-}
 
 /** The usual hand-written Express timeout: answer 503 after `ms` unless something answered first. */
 const expressTimeout = (ms: number) => (_req: Request, res: Response, next: NextFunction) => {

@@ -1,58 +1,17 @@
 /**
  * The body deadline (`bodyTimeoutMs`) on real servers, from a raw socket: a body trickled slower
  * than the deadline gets `408 BODY_TIMEOUT` and its connection closed at about the deadline; an
- * endless chunked body is discarded after its 413 only until the deadline; a body that arrived in
- * time leaves its keep-alive connection open past the deadline.
+ * endless chunked body is discarded after its 413 only until the deadline; a body refused by its
+ * Content-Length closes the connection at once; a body that arrived in time leaves its keep-alive
+ * connection open past the deadline.
  */
-import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { Webhooks } from '@pixhook/core';
-import { webhookMiddleware as expressMiddleware } from '@pixhook/express';
-import pixhookFastify from '@pixhook/fastify';
-import { webhookMiddleware as koaMiddleware } from '@pixhook/koa';
-import express4 from 'express4';
-import express5 from 'express5';
-import Fastify from 'fastify';
-import Koa2 from 'koa2';
-import Koa3 from 'koa3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { delivery, SECRET } from './helpers/deliveries.js';
+import { NODE_SERVERS } from './helpers/servers.js';
 
 const DEADLINE_MS = 300;
-
-type Start = (webhooks: Webhooks) => Promise<{ port: number; close: () => Promise<void> }>;
-
-function serve(listener: http.RequestListener): ReturnType<Start> {
-  const server = http.createServer(listener);
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        close: () =>
-          new Promise<void>((done) => {
-            server.closeAllConnections();
-            server.close(() => done());
-          }),
-      }),
-    );
-  });
-}
-
-const SERVERS: [string, Start][] = [
-  ['express@4', (w) => serve(express4().post('/webhooks', expressMiddleware(w)))],
-  ['express@5', (w) => serve(express5().post('/webhooks', expressMiddleware(w)))],
-  ['koa@2', (w) => serve(new Koa2().use(koaMiddleware(w, { path: '/webhooks' }) as never).callback())],
-  ['koa@3', (w) => serve(new Koa3().use(koaMiddleware(w, { path: '/webhooks' }) as never).callback())],
-  [
-    'fastify@5',
-    async (w) => {
-      const app = Fastify();
-      await app.register(pixhookFastify, { webhooks: w });
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      return { port: (app.server.address() as AddressInfo).port, close: () => app.close() };
-    },
-  ],
-];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -84,7 +43,7 @@ function head(headers: Record<string, string | number>): string {
   return `POST /webhooks HTTP/1.1\r\n${lines.join('')}\r\n`;
 }
 
-describe.each(SERVERS)('body deadline: %s', (_name, start) => {
+describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
   const cleanups: (() => void | Promise<void>)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();

@@ -1,56 +1,15 @@
-/**
- * Memory held for a body follows the bytes that arrived, not the Content-Length a client declares:
- * 300 connections that declare 1 MiB and send two bytes (in two packets) reserved 300 MiB before.
- * Real servers on 127.0.0.1, raw sockets, Buffer memory measured with process.memoryUsage().
- */
-import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Webhooks } from '@pixhook/core';
-import { webhookMiddleware as expressMiddleware } from '@pixhook/express';
-import pixhookFastify from '@pixhook/fastify';
-import { webhookMiddleware as koaMiddleware } from '@pixhook/koa';
-import express5 from 'express5';
-import Fastify from 'fastify';
-import Koa3 from 'koa3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { delivery, SECRET } from './helpers/deliveries.js';
+import { NODE_SERVERS } from './helpers/servers.js';
 
 const CONNECTIONS = 300;
 const DECLARED = 1_048_576;
-
-type Start = (webhooks: Webhooks) => Promise<{ port: number; close: () => Promise<void> }>;
-
-function serve(listener: http.RequestListener): ReturnType<Start> {
-  const server = http.createServer(listener);
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        close: () =>
-          new Promise<void>((done) => {
-            server.closeAllConnections();
-            server.close(() => done());
-          }),
-      }),
-    );
-  });
-}
-
-const SERVERS: [string, Start][] = [
-  ['express@5', (w) => serve(express5().post('/webhooks', expressMiddleware(w)))],
-  ['koa@3', (w) => serve(new Koa3().use(koaMiddleware(w, { path: '/webhooks' }) as never).callback())],
-  [
-    'fastify@5',
-    async (w) => {
-      const app = Fastify();
-      await app.register(pixhookFastify, { webhooks: w });
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      return { port: (app.server.address() as AddressInfo).port, close: () => app.close() };
-    },
-  ],
-];
+/** One version of each framework is enough to measure memory. */
+const SERVERS = NODE_SERVERS.filter(([name]) => ['express@5', 'koa@3', 'fastify@5'].includes(name));
 
 // The garbage collector, without starting Node with --expose-gc.
 v8.setFlagsFromString('--expose-gc');

@@ -3,52 +3,10 @@
  * above all a 413 for a body that is still arriving — must leave that connection usable.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhooks } from '@pixhook/core';
-import { webhookMiddleware as expressMiddleware } from '@pixhook/express';
-import pixhookFastify from '@pixhook/fastify';
-import { webhookMiddleware as koaMiddleware } from '@pixhook/koa';
-import express4 from 'express4';
-import express5 from 'express5';
-import Fastify from 'fastify';
-import Koa2 from 'koa2';
-import Koa3 from 'koa3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { delivery, SECRET } from './helpers/deliveries.js';
-
-type Start = (webhooks: Webhooks) => Promise<{ port: number; close: () => Promise<void> }>;
-
-function serve(listener: http.RequestListener): ReturnType<Start> {
-  const server = http.createServer(listener);
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        close: () =>
-          new Promise<void>((done) => {
-            server.closeAllConnections();
-            server.close(() => done());
-          }),
-      });
-    });
-  });
-}
-
-const SERVERS: [string, Start][] = [
-  ['express@4', (w) => serve(express4().post('/webhooks', expressMiddleware(w)))],
-  ['express@5', (w) => serve(express5().post('/webhooks', expressMiddleware(w)))],
-  ['koa@2', (w) => serve(new Koa2().use(koaMiddleware(w, { path: '/webhooks' }) as never).callback())],
-  ['koa@3', (w) => serve(new Koa3().use(koaMiddleware(w, { path: '/webhooks' }) as never).callback())],
-  [
-    'fastify@5',
-    async (w) => {
-      const app = Fastify();
-      await app.register(pixhookFastify, { webhooks: w });
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      return { port: (app.server.address() as AddressInfo).port, close: () => app.close() };
-    },
-  ],
-];
+import { NODE_SERVERS } from './helpers/servers.js';
 
 /** One request on `agent`; also reports which socket carried it. */
 function post(agent: http.Agent, port: number, headers: Record<string, string | number>, body: Buffer | string) {
@@ -62,7 +20,7 @@ function post(agent: http.Agent, port: number, headers: Record<string, string | 
   });
 }
 
-describe.each(SERVERS)('keep-alive: %s', (_name, start) => {
+describe.each(NODE_SERVERS)('keep-alive: %s', (_name, start) => {
   const cleanups: (() => Promise<void>)[] = [];
   afterEach(async () => {
     await Promise.all(cleanups.splice(0).map((c) => c()));
