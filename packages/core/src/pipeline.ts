@@ -150,13 +150,8 @@ export function runPipeline(host: PipelineHost, input: HandleInput): Promise<Web
   const given = (typeof input === 'object' && input !== null ? input : {}) as HandleInput;
   const { request } = given;
   const headers = headersOf(given.headers);
-  let admitted: Promise<VerifiedDelivery>;
-  try {
-    admitted = admit(host.options, given, headers);
-  } catch (cause) {
-    admitted = Promise.reject(cause);
-  }
-  return admitted
+  // admit is async: whatever it meets, even a throwing header getter, arrives as a rejection.
+  return admit(host.options, given, headers)
     .then(
       (delivery) => dispatch(host, delivery, request),
       (cause: unknown) => {
