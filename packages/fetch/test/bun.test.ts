@@ -1,6 +1,7 @@
 /**
  * The fetch handler under real Bun (the binary from the npm `bun` package), as `Bun.serve`'s
- * `fetch`, reached over HTTP on 127.0.0.1.
+ * `fetch`, reached over HTTP on 127.0.0.1. Bun is not a dependency: it is installed on first use
+ * (helpers/runtimes.ts); when it cannot be, the suite fails in CI and is skipped elsewhere, saying why.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,15 +9,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SECRET } from '../../../test/helpers/deliveries.js';
+import { SECRET } from '@pixhook/test-helpers/deliveries';
 import { findBun } from './helpers/bun-binary.js';
 import { bundle } from './helpers/bundle.js';
 import { RUNTIME_MAX_BODY_BYTES, type RuntimeApp, representativeRows, runtimeClient } from './helpers/runtime-rows.js';
+import { runtimeMissing } from './helpers/runtimes.js';
 
-const bun = findBun();
-if (bun.path === undefined) console.warn(`[skip] Bun suite: ${bun.reason}`);
+const bun = await findBun();
+const title =
+  bun.path === undefined
+    ? `fetch handler under Bun (${runtimeMissing('Bun suite', bun.reason)})`
+    : `fetch handler under Bun ${bun.version}`;
 
-describe.skipIf(bun.path === undefined)(`fetch handler under Bun ${bun.path === undefined ? '' : bun.version}`, () => {
+describe.skipIf(bun.path === undefined)(title, () => {
   let child: ChildProcess | undefined;
   let dir: string | undefined;
   let app: RuntimeApp;
