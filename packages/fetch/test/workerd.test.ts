@@ -6,8 +6,8 @@
  * fails in CI and is skipped elsewhere, saying why.
  */
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET } from '@pixhook/test-helpers/deliveries';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle } from './helpers/bundle.js';
 import { RUNTIME_MAX_BODY_BYTES, type RuntimeApp, representativeRows, runtimeClient } from './helpers/runtime-rows.js';
 import { runtimeMissing } from './helpers/runtimes.js';
