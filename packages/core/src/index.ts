@@ -38,3 +38,4 @@ export {
   type HandlerContext,
   Webhooks,
 } from './webhooks.js';
+export type { WebhooksLike } from './webhooks-like.js';

@@ -1,11 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { assertKnownOptions, type HandleInput, type WebhookResponse } from '@pixhook/core';
+import { assertKnownOptions, type WebhookResponse, type WebhooksLike } from '@pixhook/core';
 import { nodeBodyReader, pathMatcher, rawCopyOf } from '@pixhook/core/node';
 
-/** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
-export interface WebhooksLike {
-  handle(input: HandleInput<never>): Promise<WebhookResponse>;
-}
+export type { WebhooksLike };
 
 /** Options of the Express middleware. */
 export interface ExpressMiddlewareOptions {
@@ -18,7 +15,8 @@ export interface ExpressMiddlewareOptions {
   path?: string;
 }
 
-type ExpressRequest = IncomingMessage & { rawBody?: unknown; body?: unknown; path?: string };
+/** The parts of an Express `req` the middleware reads (Express 4 and 5); `express.Request` is one. */
+export type ExpressRequestLike = IncomingMessage & { rawBody?: unknown; body?: unknown; path?: string };
 
 const HINT =
   'Mount webhookMiddleware before express.json() / bodyParser for the webhook path, use express.raw({ type: () => true }) there, or keep the raw bytes with express.json({ verify: (req, res, buf) => { req.rawBody = buf } }).';
@@ -26,15 +24,16 @@ const HINT =
 /**
  * Express 4 and 5 middleware: verifies, de-duplicates and dispatches deliveries, and answers
  * every request itself (it calls `next()` only for other paths when `path` is set, or with a bug).
- * Handlers get the Express `req` as `context.request`.
+ * Handlers get the Express `req` as `context.request`: a `Webhooks<M, express.Request>` types it,
+ * and one typed for another framework's request is refused.
  *
  * @example
  * app.post('/webhooks', webhookMiddleware(webhooks))
  */
 export function webhookMiddleware(
-  webhooks: WebhooksLike,
+  webhooks: WebhooksLike<ExpressRequestLike>,
   options: ExpressMiddlewareOptions = {},
-): (req: ExpressRequest, res: ServerResponse, next: (error?: unknown) => void) => void {
+): (req: ExpressRequestLike, res: ServerResponse, next: (error?: unknown) => void) => void {
   if (typeof webhooks?.handle !== 'function') {
     throw new TypeError('@pixhook/express: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.');
   }
@@ -52,7 +51,7 @@ export function webhookMiddleware(
         method: req.method,
         headers: req.headers,
         body: nodeBodyReader(req, rawCopyOf(req.body, req.rawBody), HINT),
-        request: req as never,
+        request: req,
       })
       .then(
         (result) => send(res, result, next),

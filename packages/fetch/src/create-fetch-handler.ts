@@ -1,10 +1,5 @@
-import { assertKnownOptions, type HandleInput, type WebhookResponse } from '@pixhook/core';
+import { assertKnownOptions, type WebhooksLike } from '@pixhook/core';
 import { requestBodyReader } from './read-body.js';
-
-/** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
-export interface WebhooksLike {
-  handle(input: HandleInput<never>): Promise<WebhookResponse>;
-}
 
 /** Options of `createFetchHandler`; none yet, kept so options can be added without a breaking change. */
 export type FetchHandlerOptions = Record<string, never>;
@@ -18,7 +13,7 @@ export type FetchHandler = (request: Request) => Promise<Response>;
  * `Request` as `context.request`. On runtimes without `node:crypto` (Workers without Node
  * compatibility, browsers) signatures are checked with Web Crypto.
  *
- * @param webhooks - a `Webhooks` from `@pixhook/core`
+ * @param webhooks - a `Webhooks` from `@pixhook/core`: `Webhooks<M>` or `Webhooks<M, Request>`
  * @param options - reserved; @default {}
  * @example
  * // app/webhooks/route.ts (Next.js)
@@ -26,7 +21,7 @@ export type FetchHandler = (request: Request) => Promise<Response>;
  * @example
  * app.post('/webhooks', (c) => handler(c.req.raw)) // Hono
  */
-export function createFetchHandler(webhooks: WebhooksLike, options: FetchHandlerOptions = {}): FetchHandler {
+export function createFetchHandler(webhooks: WebhooksLike<Request>, options: FetchHandlerOptions = {}): FetchHandler {
   if (typeof webhooks?.handle !== 'function') {
     throw new TypeError('@pixhook/fetch: createFetchHandler(webhooks) needs a Webhooks instance from @pixhook/core.');
   }
@@ -39,7 +34,7 @@ export function createFetchHandler(webhooks: WebhooksLike, options: FetchHandler
       method: request.method,
       headers: request.headers,
       body: requestBodyReader(request),
-      request: request as never,
+      request,
     });
     return new Response(result.body, { status: result.status, headers: result.headers });
   };

@@ -1,6 +1,2 @@
-export {
-  createFetchHandler,
-  type FetchHandler,
-  type FetchHandlerOptions,
-  type WebhooksLike,
-} from './create-fetch-handler.js';
+export type { WebhooksLike } from '@pixhook/core';
+export { createFetchHandler, type FetchHandler, type FetchHandlerOptions } from './create-fetch-handler.js';

@@ -1,11 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import { assertKnownOptions, type HandleInput, type WebhookResponse } from '@pixhook/core';
+import { assertKnownOptions, type WebhooksLike } from '@pixhook/core';
 import { nodeBodyReader, pathMatcher, rawCopyOf } from '@pixhook/core/node';
 
-/** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
-export interface WebhooksLike {
-  handle(input: HandleInput<never>): Promise<WebhookResponse>;
-}
+export type { WebhooksLike };
 
 /** Options of the Koa middleware. */
 export interface KoaMiddlewareOptions {
@@ -34,13 +31,14 @@ const HINT =
 
 /**
  * Koa 2 and 3 middleware: verifies, de-duplicates and dispatches deliveries. Handlers get the Koa
- * `ctx` as `context.request`.
+ * `ctx` as `context.request`: a `Webhooks<M, Koa.Context>` types it, and one typed for another
+ * framework's request is refused.
  *
  * @example
  * app.use(webhookMiddleware(webhooks, { path: '/webhooks' }))
  */
 export function webhookMiddleware(
-  webhooks: WebhooksLike,
+  webhooks: WebhooksLike<KoaContextLike>,
   options: KoaMiddlewareOptions = {},
 ): (ctx: KoaContextLike, next: () => Promise<unknown>) => Promise<void> {
   if (typeof webhooks?.handle !== 'function') {
@@ -58,7 +56,7 @@ export function webhookMiddleware(
       method: ctx.method,
       headers: ctx.req.headers,
       body: nodeBodyReader(ctx.req, rawCopyOf(body, rawBody), HINT),
-      request: ctx as never,
+      request: ctx,
     });
     // A timeout middleware (or the app) may have answered while the body or a handler was slow.
     if (ctx.res.headersSent || ctx.res.writableEnded) return;
