@@ -1,17 +1,18 @@
 import type { Readable } from 'node:stream';
-import { assertKnownOptions, type BodyReader, type HandleInput, type WebhookResponse } from '@pixhook/core';
+import { assertKnownOptions, type BodyReader, type WebhooksLike } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 
-/** Anything with pixhook's `handle()`: a `Webhooks` from any copy of `@pixhook/core`. */
-export interface WebhooksLike {
-  handle(input: HandleInput<never>): Promise<WebhookResponse>;
-}
+export type { WebhooksLike };
 
 /** Options of the Fastify plugin. */
 export interface PixhookFastifyOptions {
-  /** The `Webhooks` instance that verifies and dispatches. Required. */
-  webhooks: WebhooksLike;
+  /**
+   * The `Webhooks` instance that verifies and dispatches: `Webhooks<M>` or
+   * `Webhooks<M, FastifyRequest>`. Required.
+   */
+  webhooks: WebhooksLike<FastifyRequest>;
   /**
    * The route's path, under the registration's `prefix`.
    * @default '/webhooks'
@@ -21,16 +22,8 @@ export interface PixhookFastifyOptions {
 
 const HINT = 'Register the plugin without a preParsing hook or content-type parser that reads the body for its route.';
 
-/**
- * Fastify 5 plugin: one route (`path`, every method; non-POST answers 405) that verifies,
- * de-duplicates and dispatches deliveries. Its raw-body parser lives inside this plugin's
- * encapsulated context, so the app's other routes keep parsing JSON. Handlers get the Fastify
- * `request` as `context.request`.
- *
- * @example
- * await app.register(pixhook, { webhooks, path: '/webhooks' })
- */
-async function pixhook(fastify: FastifyInstance, options: PixhookFastifyOptions): Promise<void> {
+/** The plugin's body, before fastify-plugin wraps it (see `pixhook` below). */
+async function plugin(fastify: FastifyInstance, options: PixhookFastifyOptions): Promise<void> {
   const { webhooks, path = '/webhooks' } = options ?? ({} as PixhookFastifyOptions);
   // Fastify hands its own registration options (prefix, logLevel, logSerializers) to the plugin too.
   assertKnownOptions(
@@ -54,13 +47,11 @@ async function pixhook(fastify: FastifyInstance, options: PixhookFastifyOptions)
   fastify.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
   // Not async: the callback captures only `reply`, so nothing here keeps the body alive.
   const respond = (request: FastifyRequest, reply: FastifyReply, body: BodyReader) =>
-    webhooks
-      .handle({ method: request.method, headers: request.headers, body, request: request as never })
-      .then((result) => {
-        // A timeout hook (or the app) may have answered while the body or a handler was slow.
-        if (reply.sent || reply.raw.headersSent) return undefined;
-        return reply.code(result.status).headers(result.headers).send(result.body);
-      });
+    webhooks.handle({ method: request.method, headers: request.headers, body, request }).then((result) => {
+      // A timeout hook (or the app) may have answered while the body or a handler was slow.
+      if (reply.sent || reply.raw.headersSent) return undefined;
+      return reply.code(result.status).headers(result.headers).send(result.body);
+    });
   // A Content-Type Fastify cannot parse (`;`, `{`, `a b`) is refused before any parser runs, the
   // body still unread: answer it like any other, as Express and Koa do.
   fastify.setErrorHandler((error: { code?: string }, request, reply) => {
@@ -76,9 +67,23 @@ async function pixhook(fastify: FastifyInstance, options: PixhookFastifyOptions)
   });
 }
 
-Object.defineProperty(pixhook, Symbol.for('fastify.display-name'), { value: '@pixhook/fastify' });
 // The CommonJS build exports the function itself; `.default` also serves code compiled from
 // `import pixhook from '@pixhook/fastify'` without esModuleInterop, as Fastify's own plugins do.
-Object.defineProperty(pixhook, 'default', { value: pixhook });
+// Defined before fp() so that it stays out of the function's enumerable keys.
+Object.defineProperty(plugin, 'default', { value: plugin });
+
+// encapsulate: true keeps the plugin its own context (the raw-body parser and error handler stay
+// inside it, the registration prefix applies), while fp() gives it a name and a version check.
+/**
+ * Fastify 5 plugin, named `@pixhook/fastify`: one route (`path` under the registration's
+ * `prefix`, every method; non-POST answers 405) that verifies, de-duplicates and dispatches
+ * deliveries. Its raw-body parser lives inside this plugin's encapsulated context, so the app's
+ * other routes keep parsing JSON. Handlers get the Fastify `request` as `context.request`.
+ * Registering it on another major of Fastify fails with fastify-plugin's version error.
+ *
+ * @example
+ * await app.register(pixhook, { webhooks, path: '/webhooks' })
+ */
+const pixhook = fp(plugin, { name: '@pixhook/fastify', fastify: '5.x', encapsulate: true });
 
 export default pixhook;
