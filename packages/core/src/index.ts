@@ -18,11 +18,11 @@ export {
   type UnknownEventType,
   type WebhookEvent,
 } from './events.js';
+export type { BodyReader, HandleInput, WebhookResponse } from './handle-input.js';
 export type { HeadersInput } from './headers.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
 export { assertKnownOptions, describeType } from './option-checks.js';
 export type { WebhooksOptions } from './options.js';
-export type { BodyReader, HandleInput, WebhookResponse } from './pipeline.js';
 export { sign } from './sign.js';
 export { type ParsedSignatureHeader, parseSignatureHeader } from './signature-header.js';
 export {

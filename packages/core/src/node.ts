@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { WebhookVerificationError } from './errors.js';
-import type { BodyReader } from './pipeline.js';
+import type { BodyReader } from './handle-input.js';
 import { readStream } from './read-stream.js';
 
 /**

@@ -1,3 +1,4 @@
+import { headersOf, rawBytes } from './admit.js';
 import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './context.js';
 import type { WebhookVerificationError } from './errors.js';
 import {
@@ -8,16 +9,10 @@ import {
   type EventOf,
   type EventType,
 } from './events.js';
+import type { HandleInput, WebhookResponse } from './handle-input.js';
 import type { HeadersInput } from './headers.js';
 import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './options.js';
-import {
-  type HandleInput,
-  headersOf,
-  type PipelineHost,
-  rawBytes,
-  runPipeline,
-  type WebhookResponse,
-} from './pipeline.js';
+import { type PipelineHost, runPipeline } from './pipeline.js';
 import { verifyDelivery, verifyDeliveryAnywhere } from './verify.js';
 
 export type { ErrorContext, ErrorHandler, EventHandler, HandlerContext } from './context.js';

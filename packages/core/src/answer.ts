@@ -1,0 +1,30 @@
+import { refusedUnread } from './admit.js';
+import type { WebhookVerificationError } from './errors.js';
+import type { WebhookResponse } from './handle-input.js';
+import type { Outcome } from './run-once.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** 200 for a delivery handled now, or one handled before (`duplicate`). */
+export function ok(duplicate: boolean): WebhookResponse {
+  return {
+    status: 200,
+    headers: { 'content-type': JSON_TYPE },
+    body: duplicate ? '{"received":true,"duplicate":true}' : '{"received":true}',
+  };
+}
+
+/** The error's status and JSON body; `Allow: POST` with a 405. */
+export function answer(error: WebhookVerificationError): WebhookResponse {
+  const headers: Record<string, string> = { 'content-type': JSON_TYPE };
+  if (error.code === 'METHOD_NOT_ALLOWED') headers.allow = 'POST';
+  // The rest of a body that came too slowly may never come, and one refused by its Content-Length
+  // was never read: do not wait for either on this connection.
+  if (error.code === 'BODY_TIMEOUT' || refusedUnread(error)) headers.connection = 'close';
+  return { status: error.status, headers, body: JSON.stringify(error.toJSON()) };
+}
+
+/** The answer to what running the handlers came to. */
+export function answerOutcome(outcome: Outcome): WebhookResponse {
+  return outcome.kind === 'done' ? ok(outcome.duplicate) : answer(outcome.error);
+}
