@@ -10,6 +10,9 @@ import type { HandleInput, Webhooks } from '@pixhook/core';
 import { webhookMiddleware as expressMiddleware } from '@pixhook/express';
 import pixhookFastify from '@pixhook/fastify';
 import { webhookMiddleware as koaMiddleware } from '@pixhook/koa';
+import { httpSend } from '@pixhook/test-helpers/adapters';
+import { delivery, recordingWebhooks } from '@pixhook/test-helpers/deliveries';
+import { serve } from '@pixhook/test-helpers/servers';
 import type { NextFunction, Request, Response } from 'express';
 import express4 from 'express4';
 import express5 from 'express5';
@@ -18,9 +21,6 @@ import type Koa from 'koa';
 import Koa2 from 'koa2';
 import Koa3 from 'koa3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { httpSend } from './helpers/adapters.js';
-import { delivery, recordingWebhooks } from './helpers/deliveries.js';
-import { serve } from './helpers/servers.js';
 
 const TIMEOUT_MS = 250;
 

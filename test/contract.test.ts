@@ -12,8 +12,7 @@ import {
   type WebhookVerificationError,
 } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ADAPTERS, type Client, streamOf, type TestRequest, type TestResponse } from './helpers/adapters.js';
+import { ADAPTERS, type Client, streamOf, type TestRequest, type TestResponse } from '@pixhook/test-helpers/adapters';
 import {
   delivery,
   envelope,
@@ -22,7 +21,8 @@ import {
   OLD_SECRET,
   SECRET,
   signedBody,
-} from './helpers/deliveries.js';
+} from '@pixhook/test-helpers/deliveries';
+import { afterEach, describe, expect, it } from 'vitest';
 
 interface Rejection {
   name: string;

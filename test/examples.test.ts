@@ -4,8 +4,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { httpSend } from '@pixhook/test-helpers/adapters';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { httpSend } from './helpers/adapters.js';
 
 const EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url));
 const SECRET = 'whsec_examples_test_4d2c1b';

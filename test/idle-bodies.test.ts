@@ -7,9 +7,9 @@ import net from 'node:net';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Webhooks } from '@pixhook/core';
+import { delivery, SECRET } from '@pixhook/test-helpers/deliveries';
+import { NODE_SERVERS } from '@pixhook/test-helpers/servers';
 import { afterEach, describe, expect, it } from 'vitest';
-import { delivery, SECRET } from './helpers/deliveries.js';
-import { NODE_SERVERS } from './helpers/servers.js';
 
 const CONNECTIONS = 300;
 const DECLARED = 1_048_576;

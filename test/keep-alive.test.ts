@@ -4,9 +4,9 @@
  */
 import http from 'node:http';
 import { Webhooks } from '@pixhook/core';
+import { delivery, SECRET } from '@pixhook/test-helpers/deliveries';
+import { NODE_SERVERS } from '@pixhook/test-helpers/servers';
 import { afterEach, describe, expect, it } from 'vitest';
-import { delivery, SECRET } from './helpers/deliveries.js';
-import { NODE_SERVERS } from './helpers/servers.js';
 
 /** One request on `agent`; also reports which socket carried it. */
 function post(agent: http.Agent, port: number, headers: Record<string, string | number>, body: Buffer | string) {

@@ -6,9 +6,6 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { publint } from 'publint';
-import { formatMessage } from 'publint/utils';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   attwCommand,
   discoverPackages,
@@ -19,7 +16,10 @@ import {
   run,
   specifier,
   staleBuild,
-} from './helpers/packaging.js';
+} from '@pixhook/test-helpers/packaging';
+import { publint } from 'publint';
+import { formatMessage } from 'publint/utils';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

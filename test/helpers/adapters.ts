@@ -11,7 +11,7 @@ import express5 from 'express5';
 import Fastify from 'fastify';
 import Koa2 from 'koa2';
 import Koa3 from 'koa3';
-import { fetchClient } from '../../packages/fetch/test/helpers/fetch-client.js';
+import { fetchClient } from './fetch-client.js';
 
 /** A request as the tests describe it. `body` may be a stream, sent chunked without a length. */
 export interface TestRequest {

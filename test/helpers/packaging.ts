@@ -1,26 +1,10 @@
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { type Manifest, pnpmCommand, type WorkspacePackage } from './build-state.mjs';
 
-/** The parts of a package.json the packaging checks read. */
-export interface Manifest {
-  name: string;
-  version: string;
-  private?: boolean;
-  exports?: string | Record<string, unknown>;
-  bin?: string | Record<string, string>;
-  dependencies?: Record<string, string>;
-  peerDependencies?: Record<string, string>;
-  optionalDependencies?: Record<string, string>;
-}
-
-/** A public workspace package, as found under `packages/`. */
-export interface WorkspacePackage {
-  name: string;
-  dir: string;
-  manifest: Manifest;
-}
+export { discoverPackages, type Manifest, staleBuild, type WorkspacePackage } from './build-state.mjs';
 
 /** A package packed and unpacked into the scratch project. */
 export interface InstalledPackage {
@@ -37,18 +21,6 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Every `packages/<dir>/package.json` that is not private, sorted by name. */
-export function discoverPackages(root: string): WorkspacePackage[] {
-  const found: WorkspacePackage[] = [];
-  for (const entry of readdirSync(join(root, 'packages'), { withFileTypes: true })) {
-    const file = join(root, 'packages', entry.name, 'package.json');
-    if (!entry.isDirectory() || !existsSync(file)) continue;
-    const manifest = JSON.parse(readFileSync(file, 'utf8')) as Manifest;
-    if (!manifest.private) found.push({ name: manifest.name, dir: dirname(file), manifest });
-  }
-  return found.sort((a, b) => a.name.localeCompare(b.name));
-}
-
 /** The subpaths a package exports (`.`, `./testing`, `./package.json`…); wildcards cannot be listed, so they throw. */
 export function exportedSubpaths(manifest: Manifest): string[] {
   const { exports } = manifest;
@@ -63,24 +35,6 @@ export function exportedSubpaths(manifest: Manifest): string[] {
 /** `@pixhook/core` + `./testing` → `@pixhook/core/testing`. */
 export const specifier = (name: string, subpath: string): string =>
   subpath === '.' ? name : `${name}/${subpath.slice(2)}`;
-
-/** Why a package's dist cannot be trusted (missing, or older than a source file), or undefined. */
-export function staleBuild(pkg: WorkspacePackage): string | undefined {
-  const dist = join(pkg.dir, 'dist');
-  if (!existsSync(dist) || readdirSync(dist).length === 0) return `${pkg.name} has no dist: run \`pnpm build\` first.`;
-  const times = (dir: string, keep: (name: string) => boolean): number[] =>
-    readdirSync(dir, { recursive: true, encoding: 'utf8' })
-      .filter(keep)
-      .map((name) => statSync(join(dir, name)))
-      .filter((stat) => stat.isFile())
-      .map((stat) => stat.mtimeMs);
-  const built = Math.min(...times(dist, () => true));
-  const sources = existsSync(join(pkg.dir, 'src'))
-    ? times(join(pkg.dir, 'src'), (name) => !/\.test(-d)?\.ts$/.test(name))
-    : [];
-  if (sources.some((time) => time > built)) return `${pkg.name}: dist is older than src; run \`pnpm build\` first.`;
-  return undefined;
-}
 
 /** Runs a program, never through a shell; resolves with its exit code and output. */
 export function run(command: string, args: string[], options: { cwd: string; timeoutMs?: number }): Promise<RunResult> {
@@ -105,13 +59,6 @@ export function run(command: string, args: string[], options: { cwd: string; tim
       resolve({ code, stdout, stderr });
     });
   });
-}
-
-/** The pnpm that runs this test (`pnpm test` sets npm_execpath), else `pnpm` on PATH. */
-function pnpmCommand(): [string, string[]] {
-  const execPath = process.env.npm_execpath;
-  if (execPath && /pnpm/.test(execPath) && /\.c?js$/.test(execPath)) return [process.execPath, [execPath]];
-  return ['pnpm', []];
 }
 
 /** Packs a package with pnpm (so `files` and `workspace:` rewriting apply as on publish). */

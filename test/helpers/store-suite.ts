@@ -1,6 +1,6 @@
 /**
  * The behaviour every `IdempotencyStore` must have, as one suite that each implementation runs
- * (`MemoryStore` in test/memory-store-suite.test.ts, `RedisStore` with every client in
+ * (`MemoryStore` in packages/core/test/memory-store-suite.test.ts, `RedisStore` with every client in
  * packages/redis/test). Only the public interface is used, plus `Webhooks.handle()` on top of it.
  * Every call carries a claim token, one per claim attempt, as core passes them.
  */

@@ -6,12 +6,35 @@
 import { type HandlerContext, Webhooks, type WebhooksOptions } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import { createFetchHandler } from '@pixhook/fetch';
-import { afterEach, describe, expect, it } from 'vitest';
-import { delivery, nowSeconds, SECRET } from '../../../test/helpers/deliveries.js';
-import { setWebCryptoOnly } from '../../core/src/crypto.js';
-import { fromResponse } from './helpers/fetch-client.js';
+import { delivery, nowSeconds, SECRET } from '@pixhook/test-helpers/deliveries';
+import { fromResponse } from '@pixhook/test-helpers/fetch-client';
+import { describe, expect, it, vi } from 'vitest';
 
-afterEach(() => setWebCryptoOnly(false));
+/** The packages a fetch handler is built from; fresh copies of them on Web Crypto, see below. */
+interface Modules {
+  Webhooks: typeof Webhooks;
+  createFetchHandler: typeof createFetchHandler;
+}
+
+/**
+ * `@pixhook/core` and `@pixhook/fetch` loaded afresh while `process.getBuiltinModule` knows neither
+ * `node:crypto` nor `node:buffer`, as on Workers: core looks both up once, when it loads, so these
+ * copies verify on Web Crypto and decode with TextDecoder (the copies imported above keep node:crypto).
+ */
+async function loadWithoutNodeBuiltins(): Promise<Modules> {
+  const lookup = process.getBuiltinModule.bind(process);
+  const hidden = new Set(['node:crypto', 'crypto', 'node:buffer', 'buffer']);
+  vi.resetModules();
+  vi.spyOn(process, 'getBuiltinModule').mockImplementation(((id: string) =>
+    hidden.has(id) ? undefined : lookup(id)) as typeof process.getBuiltinModule);
+  try {
+    const core = await import('@pixhook/core');
+    const fetch = await import('@pixhook/fetch');
+    return { Webhooks: core.Webhooks, createFetchHandler: fetch.createFetchHandler };
+  } finally {
+    vi.restoreAllMocks();
+  }
+}
 
 function post(body: BodyInit | null, headers: Record<string, string>, init: RequestInit = {}): Request {
   return new Request('http://127.0.0.1/webhooks', {
@@ -47,11 +70,11 @@ function countingStream(total: number) {
   return { stream, state };
 }
 
-function setup(options: Partial<WebhooksOptions> = {}) {
-  const webhooks = new Webhooks<Record<string, object>, Request>({ secret: SECRET, ...options });
+function setup(options: Partial<WebhooksOptions> = {}, modules: Modules = { Webhooks, createFetchHandler }) {
+  const webhooks = new modules.Webhooks<Record<string, object>, Request>({ secret: SECRET, ...options });
   const contexts: HandlerContext<Request>[] = [];
   webhooks.onAny((_event, context) => void contexts.push(context));
-  return { webhooks, contexts, handler: createFetchHandler(webhooks) };
+  return { webhooks, contexts, handler: modules.createFetchHandler(webhooks) };
 }
 
 describe('createFetchHandler', () => {
@@ -217,8 +240,8 @@ describe('createFetchHandler on Web Crypto (node:crypto hidden, as on Workers)',
       duplicate: delivery(event, { timestamp: now }),
       tooLarge: delivery(createTestEvent('image.created', { blob: 'x'.repeat(2048) }), { timestamp: now }),
     };
-    const run = async () => {
-      const { handler, contexts } = setup({ maxBodyBytes: 1024, now: () => now * 1000 });
+    const run = async (modules?: Modules) => {
+      const { handler, contexts } = setup({ maxBodyBytes: 1024, now: () => now * 1000 }, modules);
       const answers: Record<string, unknown> = {};
       for (const [name, { body, headers }] of Object.entries(requests)) {
         const { status, json } = await fromResponse(await handler(post(body, headers)));
@@ -227,8 +250,13 @@ describe('createFetchHandler on Web Crypto (node:crypto hidden, as on Workers)',
       return { answers, runs: contexts.length };
     };
     const node = await run();
-    setWebCryptoOnly(true);
-    const web = await run();
+    const withoutNode = await loadWithoutNodeBuiltins();
+    // These copies have no node:crypto: the synchronous verify() says so.
+    const { body, headers } = requests.valid;
+    expect(() => new withoutNode.Webhooks({ secret: SECRET }).verify(body, headers)).toThrow(
+      /node:crypto is not available/,
+    );
+    const web = await run(withoutNode);
     expect(web).toEqual(node);
     expect(web.answers).toMatchObject({
       valid: [200, { received: true }],

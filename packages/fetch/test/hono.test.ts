@@ -5,10 +5,10 @@
 import { type HandlerContext, Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import { createFetchHandler } from '@pixhook/fetch';
+import { delivery, nowSeconds, SECRET } from '@pixhook/test-helpers/deliveries';
+import { fromResponse } from '@pixhook/test-helpers/fetch-client';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { delivery, nowSeconds, SECRET } from '../../../test/helpers/deliveries.js';
-import { fromResponse } from './helpers/fetch-client.js';
 
 function honoApp() {
   const webhooks = new Webhooks<Record<string, object>, Request>({ secret: SECRET, maxBodyBytes: 4096 });

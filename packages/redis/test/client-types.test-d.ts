@@ -1,11 +1,12 @@
 /** What an editor must accept: a client of either library, any supported major, without a cast. */
+
+import { type RedisClientLike, RedisStore, type RedisStoreOptions } from '@pixhook/redis';
 import { Redis } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
 import { createClient } from 'redis';
 import { createClient as createClient4 } from 'redis4';
 import { createClient as createClient6 } from 'redis6';
 import { describe, expectTypeOf, it } from 'vitest';
-import { type RedisClientLike, RedisStore, type RedisStoreOptions } from '../src/index.js';
 
 describe('RedisStore types', () => {
   it('takes ioredis 5 and 6 clients', () => {

@@ -1,7 +1,8 @@
 /** The shared store behaviour table, run by RedisStore with every supported client library. */
+
+import { RedisStore } from '@pixhook/redis';
+import { describeStoreSuite } from '@pixhook/test-helpers/store-suite';
 import { afterAll, beforeAll } from 'vitest';
-import { describeStoreSuite } from '../../../test/helpers/store-suite.js';
-import { RedisStore } from '../src/index.js';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
 import { describeWithRedis, type RedisServer, startRedisServer } from './helpers/redis-server.js';
 

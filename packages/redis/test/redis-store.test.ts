@@ -1,10 +1,10 @@
 /** RedisStore's own behaviour: options, keys and TTLs, claim tokens, an older core without them, and a failing Redis. */
 import { DEFAULT_COMPLETED_TTL_MS, type IdempotencyStore, Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { RedisStore } from '@pixhook/redis';
 import { Redis as IoRedis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisStore } from '../src/index.js';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
 import { describeWithRedis, type RedisServer, startRedisServer } from './helpers/redis-server.js';
 

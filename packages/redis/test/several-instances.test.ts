@@ -5,9 +5,9 @@
  */
 import { Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { RedisStore } from '@pixhook/redis';
+import { ADAPTERS, type Client, type TestResponse } from '@pixhook/test-helpers/adapters';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ADAPTERS, type Client, type TestResponse } from '../../../test/helpers/adapters.js';
-import { RedisStore } from '../src/index.js';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
 import { describeWithRedis, type RedisServer, startRedisServer } from './helpers/redis-server.js';
 

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import type { TestResponse } from '../../../../test/helpers/adapters.js';
+import type { TestResponse } from '@pixhook/test-helpers/adapters';
 
 /**
  * POSTs `size` bytes chunked (no Content-Length) over a raw socket and then holds the body open,

@@ -1,7 +1,7 @@
 import { createTestEvent } from '@pixhook/core/testing';
+import { httpSend, type TestRequest, type TestResponse } from '@pixhook/test-helpers/adapters';
+import { delivery, nowSeconds } from '@pixhook/test-helpers/deliveries';
 import { expect, it } from 'vitest';
-import { httpSend, type TestRequest, type TestResponse } from '../../../../test/helpers/adapters.js';
-import { delivery, nowSeconds } from '../../../../test/helpers/deliveries.js';
 import { sendUnfinishedBody } from './chunked-send.js';
 
 /** The app in test/fixtures/app.ts, running in some runtime and reached over HTTP. */

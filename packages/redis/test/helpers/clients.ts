@@ -1,10 +1,11 @@
 /** Every Redis client library and major version `RedisStore` is tested with. */
+
+import type { RedisClientLike } from '@pixhook/redis';
 import { Redis as IoRedis5 } from 'ioredis';
 import { Redis as IoRedis6 } from 'ioredis6';
 import { createClient as createClient5 } from 'redis';
 import { createClient as createClient4 } from 'redis4';
 import { createClient as createClient6 } from 'redis6';
-import type { RedisClientLike } from '../../src/index.js';
 
 /** A connected client and how to close it. */
 export interface TestClient {

@@ -8,17 +8,11 @@ import { type AnyEvent, type HandlerContext, Webhooks } from '@pixhook/core';
 import { webhookMiddleware as expressMiddleware } from '@pixhook/express';
 import pixhookFastify from '@pixhook/fastify';
 import { webhookMiddleware as koaMiddleware } from '@pixhook/koa';
+import { RedisStore, type RedisStoreOptions } from '@pixhook/redis';
+import { httpSend, listen, type TestRequest, type TestResponse, WEBHOOK_PATH } from '@pixhook/test-helpers/adapters';
 import express5 from 'express5';
 import Fastify from 'fastify';
 import Koa3 from 'koa3';
-import {
-  httpSend,
-  listen,
-  type TestRequest,
-  type TestResponse,
-  WEBHOOK_PATH,
-} from '../../../../test/helpers/adapters.js';
-import { RedisStore, type RedisStoreOptions } from '../../src/index.js';
 import { CLIENTS, type TestClient } from './clients.js';
 
 export const SECRET = 'whsec_redis_instances_5d6e7f';

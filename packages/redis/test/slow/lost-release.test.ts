@@ -11,13 +11,13 @@
  */
 import { Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { type RedisClientLike, RedisStore } from '@pixhook/redis';
 import { Redis as IoRedis5 } from 'ioredis';
 import { Redis as IoRedis6 } from 'ioredis6';
 import { createClient as createClient5 } from 'redis';
 import { createClient as createClient4 } from 'redis4';
 import { createClient as createClient6 } from 'redis6';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type RedisClientLike, RedisStore } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/clients.js';
 import { describeWithRedis, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { type ReplyCutter, startReplyCutter } from '../helpers/reply-cutter.js';

@@ -4,8 +4,8 @@
  * are processed; in the end every event ran exactly once and none is missing.
  */
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import type { TestResponse } from '@pixhook/test-helpers/adapters';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { TestResponse } from '../../../../test/helpers/adapters.js';
 import { uniquePrefix } from '../helpers/clients.js';
 import { type Fleet, pool, SECRET, startFleet } from '../helpers/instances.js';
 import { describeWithRedis, type RedisServer, startRedisServer } from '../helpers/redis-server.js';

@@ -7,12 +7,12 @@ import { bodyParser } from '@koa/bodyparser';
 import { Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import { webhookMiddleware } from '@pixhook/koa';
+import { type Client, listen, streamOf } from '@pixhook/test-helpers/adapters';
+import { delivery, errorCode, recordingWebhooks, SECRET } from '@pixhook/test-helpers/deliveries';
 import type Koa from 'koa';
 import Koa2 from 'koa2';
 import Koa3 from 'koa3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Client, listen, streamOf } from './helpers/adapters.js';
-import { delivery, errorCode, recordingWebhooks, SECRET } from './helpers/deliveries.js';
 
 // koa-bodyparser ships no types; it is a plain Koa middleware factory.
 const koaBodyParser = createRequire(import.meta.url)('koa-bodyparser') as (options?: object) => Koa.Middleware;

@@ -6,10 +6,10 @@ import { createGunzip, gzipSync } from 'node:zlib';
 import { Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import pixhook from '@pixhook/fastify';
+import { httpSend, streamOf } from '@pixhook/test-helpers/adapters';
+import { delivery, recordingWebhooks, SECRET } from '@pixhook/test-helpers/deliveries';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { httpSend, streamOf } from './helpers/adapters.js';
-import { delivery, recordingWebhooks, SECRET } from './helpers/deliveries.js';
 
 const apps: FastifyInstance[] = [];
 afterEach(async () => {

@@ -5,12 +5,12 @@
 import { Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import { webhookMiddleware } from '@pixhook/express';
+import { type Client, listen, streamOf } from '@pixhook/test-helpers/adapters';
+import { delivery, errorCode, recordingWebhooks, SECRET } from '@pixhook/test-helpers/deliveries';
 import type { Express, NextFunction, Request, Response } from 'express';
 import express4 from 'express4';
 import express5 from 'express5';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Client, listen, streamOf } from './helpers/adapters.js';
-import { delivery, errorCode, recordingWebhooks, SECRET } from './helpers/deliveries.js';
 
 const VERSIONS = [
   { name: 'express@4', express: express4 as unknown as typeof express5 },

@@ -1,4 +1,4 @@
 import { MemoryStore } from '@pixhook/core';
-import { describeStoreSuite } from './helpers/store-suite.js';
+import { describeStoreSuite } from '@pixhook/test-helpers/store-suite';
 
 describeStoreSuite('MemoryStore', (options) => new MemoryStore(options));
