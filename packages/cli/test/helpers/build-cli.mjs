@@ -1,35 +1,26 @@
-// Builds packages/cli/dist when it is missing or older than its sources (and @pixhook/core's dist
-// when it is missing). The tests run it under a lock, so test files started side by side never
-// rebuild the binary while another one is running it.
+// Builds packages/cli/dist (and @pixhook/core's first when its dist is stale too) when it is
+// missing or older than its sources or build config, as scripts/ensure-built.mjs does before
+// `pnpm test`: this covers running the CLI tests alone. The tests run it under a lock, so test files
+// started side by side never rebuild the binary while another one is running it.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { discoverPackages, pnpmCommand, staleBuild } from '@pixhook/test-helpers/build-state';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
-const cli = join(root, 'packages/cli');
-const core = join(root, 'packages/core');
+const packages = new Map(discoverPackages(root).map((pkg) => [pkg.name, pkg]));
+const stale = (name) => {
+  const pkg = packages.get(name);
+  if (!pkg) throw new Error(`pixhook: ${name} is not a package under packages/.`);
+  return staleBuild(pkg) !== undefined;
+};
 
-function newest(path) {
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
-}
-
-function built(file) {
-  return existsSync(file) ? statSync(file).mtimeMs : -1;
-}
-
-const coreMissing = ['index.js', 'testing.js', 'node.js'].some((name) => !existsSync(join(core, 'dist', name)));
-const sources = Math.max(
-  newest(join(cli, 'src')),
-  newest(join(cli, 'package.json')),
-  newest(join(cli, 'tsup.config.ts')),
-);
-const stale = Math.min(built(join(cli, 'dist/cli.js')), built(join(cli, 'dist/index.js'))) < sources;
-
-if (coreMissing || stale) {
+const coreStale = stale('@pixhook/core');
+if (coreStale || stale('@pixhook/cli')) {
   // `...` builds the CLI's workspace dependencies (core) first.
-  const filter = coreMissing ? '@pixhook/cli...' : '@pixhook/cli';
-  execFileSync('pnpm', ['--filter', filter, 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  const [command, prefix] = pnpmCommand();
+  const filter = coreStale ? '@pixhook/cli...' : '@pixhook/cli';
+  execFileSync(command, [...prefix, '--filter', filter, 'build'], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
