@@ -1,24 +1,43 @@
-import { fileURLToPath } from 'node:url';
+import { clientConditions, serverConditions } from '@pixhook/test-helpers/vitest-conditions';
 import { defineConfig } from 'vitest/config';
 
-const src = (path: string) => fileURLToPath(new URL(`./packages/${path}`, import.meta.url));
+/**
+ * Tests run on the TypeScript sources: every package's exports put `@pixhook/source` (src/*.ts)
+ * first, and these conditions select it. test/packaging checks the built dist, with plain node.
+ */
+export const resolveSources = {
+  resolve: { conditions: clientConditions },
+  ssr: { resolve: { conditions: serverConditions } },
+};
 
-/** Tests run on the TypeScript sources; test/packaging checks the built dist. */
-export const alias = [
-  { find: /^@pixhook\/core\/testing$/, replacement: src('core/src/testing.ts') },
-  { find: /^@pixhook\/core\/node$/, replacement: src('core/src/node.ts') },
-  { find: /^@pixhook\/core$/, replacement: src('core/src/index.ts') },
-  { find: /^@pixhook\/(express|fastify|koa|fetch|redis)$/, replacement: src('$1/src/index.ts') },
-];
+/**
+ * v8 coverage of every package's src: on in CI (so `pnpm test` reports it there), else with
+ * `pnpm test --coverage`; reports in coverage/ (not in git). Core must stay covered: its thresholds
+ * sit just under what the suite reached when they were set (statements 97.1 %, branches 95.8 %,
+ * functions 94.6 %, lines 97.7 %). The CLI runs as a built binary in child processes and Redis
+ * needs a redis-server, so their figures here undercount; they have no threshold.
+ */
+const coverage = {
+  enabled: Boolean(process.env.CI),
+  provider: 'v8' as const,
+  include: ['packages/*/src/**/*.ts'],
+  exclude: ['packages/*/src/**/*.test.ts', 'packages/*/src/**/*.test-d.ts'],
+  reporter: ['text-summary', 'html', 'json-summary'],
+  reportsDirectory: './coverage',
+  thresholds: {
+    'packages/core/src/**/*.ts': { statements: 96, branches: 94, functions: 93, lines: 97 },
+  },
+};
 
 export default defineConfig({
-  resolve: { alias },
+  ...resolveSources,
   test: {
     reporters: ['default', './test/summary-reporter.ts'],
     include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/dist/**', 'test/slow/**', 'packages/*/test/slow/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
+    coverage,
     typecheck: {
       enabled: true,
       include: ['packages/*/src/**/*.test-d.ts', 'packages/*/test/**/*.test-d.ts', 'test/**/*.test-d.ts'],

@@ -1,9 +1,9 @@
 import { defineConfig } from 'vitest/config';
-import { alias } from './vitest.config.js';
+import { resolveSources } from './vitest.config.js';
 
 /** Load and fault runs: slower, run by `pnpm test:slow` (and by CI) apart from `pnpm test`. */
 export default defineConfig({
-  resolve: { alias },
+  ...resolveSources,
   test: {
     reporters: ['default', './test/summary-reporter.ts'],
     include: ['test/slow/**/*.test.ts', 'packages/*/test/slow/**/*.test.ts'],
