@@ -67,7 +67,7 @@ const STEP: Partial<Record<WebhookErrorCode, DiagnosisStep>> = {
  */
 export function diagnoseSignature(input: DiagnoseInput): Diagnosis {
   const secret = input.secret.trim();
-  if (secret === '') throw new TypeError('The secret is empty.');
+  if (secret === '') throw new TypeError('pixhook: diagnoseSignature() needs a secret; the one given is empty.');
   const secretHasSpace = secret !== input.secret;
   const tolerance = input.tolerance ?? 300;
   const nowSeconds = input.now ?? Math.floor(Date.now() / 1000);

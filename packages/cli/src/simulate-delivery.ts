@@ -64,14 +64,18 @@ export async function simulateDelivery(options: SimulateOptions): Promise<Simula
   const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const timeScale = options.timeScale ?? 1;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-    throw new TypeError(`maxAttempts must be a whole number of at least 1, got ${maxAttempts}.`);
+    throw new TypeError(
+      `pixhook: simulateDelivery() maxAttempts must be a whole number of at least 1, got ${maxAttempts}.`,
+    );
   }
   if (!(timeScale > 0) || !Number.isFinite(timeScale)) {
-    throw new TypeError(`timeScale must be a positive number, got ${timeScale}.`);
+    throw new TypeError(`pixhook: simulateDelivery() timeScale must be a positive number, got ${timeScale}.`);
   }
   const deadlineSeconds = options.deadlineSeconds ?? DEFAULT_DEADLINE_SECONDS;
   if (!(deadlineSeconds > 0) || !Number.isFinite(deadlineSeconds)) {
-    throw new TypeError(`deadlineSeconds must be a positive number, got ${deadlineSeconds}.`);
+    throw new TypeError(
+      `pixhook: simulateDelivery() deadlineSeconds must be a positive number, got ${deadlineSeconds}.`,
+    );
   }
   const deliveryId = options.deliveryId ?? globalThis.crypto.randomUUID();
   const delays = retryDelays(maxAttempts);

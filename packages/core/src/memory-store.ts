@@ -44,7 +44,7 @@ const WARN_EVERY_MS = 60_000;
 function positiveInteger(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new TypeError(`MemoryStore: ${name} must be a positive whole number, got ${describeType(value)}.`);
+    throw new TypeError(`pixhook: MemoryStore: ${name} must be a positive whole number, got ${describeType(value)}.`);
   }
   return value;
 }
@@ -74,12 +74,12 @@ export class MemoryStore implements IdempotencyStore {
 
   constructor(options: MemoryStoreOptions = {}) {
     if (typeof options !== 'object' || options === null) {
-      throw new TypeError('MemoryStore: new MemoryStore(options) takes an options object.');
+      throw new TypeError('pixhook: MemoryStore: new MemoryStore(options) takes an options object.');
     }
     assertKnownOptions(
       options,
       ['completedTtlMs', 'inFlightTtlMs', 'maxEntries', 'now'],
-      'MemoryStore: new MemoryStore(options)',
+      'pixhook: MemoryStore: new MemoryStore(options)',
     );
     this.#completedTtlMs = positiveInteger(options.completedTtlMs, DEFAULT_COMPLETED_TTL_MS, 'completedTtlMs');
     this.inFlightTtlMs = positiveInteger(options.inFlightTtlMs, DEFAULT_IN_FLIGHT_TTL_MS, 'inFlightTtlMs');
@@ -99,7 +99,9 @@ export class MemoryStore implements IdempotencyStore {
     if (entry) this.#entries.delete(eventId);
     if (this.#entries.size >= this.#maxEntries) this.#evict(now);
     if (this.#entries.size >= this.#maxEntries) {
-      throw new Error(`MemoryStore is full: ${this.#maxEntries} events are being processed at once; raise maxEntries.`);
+      throw new Error(
+        `pixhook: MemoryStore is full: ${this.#maxEntries} events are being processed at once; raise maxEntries.`,
+      );
     }
     this.#entries.set(eventId, { state: 'in-flight', expiresAt: now + this.inFlightTtlMs, token });
     return 'claimed';
@@ -112,7 +114,7 @@ export class MemoryStore implements IdempotencyStore {
       if (entry.state === 'completed') return;
       if (entry.token !== token) {
         throw new Error(
-          `MemoryStore: event ${eventId} was not marked completed: its claim expired while the handlers ran (inFlightTtlMs is ${this.inFlightTtlMs} ms) and another delivery holds it now.`,
+          `pixhook: MemoryStore: event ${eventId} was not marked completed: its claim expired while the handlers ran (inFlightTtlMs is ${this.inFlightTtlMs} ms) and another delivery holds it now.`,
         );
       }
     }

@@ -63,7 +63,7 @@ export function rawCopyOf(body: unknown, rawBody: unknown): Uint8Array | string 
 export function pathMatcher(path: string | undefined, owner: string): (requestPath: string) => boolean {
   if (path === undefined) return () => true;
   if (typeof path !== 'string' || !path.startsWith('/')) {
-    throw new TypeError(`${owner}: path must be a string starting with "/", got ${JSON.stringify(path)}.`);
+    throw new TypeError(`pixhook: ${owner}: path must be a string starting with "/", got ${JSON.stringify(path)}.`);
   }
   const want = trimSlash(path);
   return (requestPath) => {

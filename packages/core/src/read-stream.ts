@@ -116,7 +116,7 @@ export function readStream(
         return;
       }
       if (length !== undefined && received > length) {
-        fail(new Error('The request body is longer than its Content-Length.'));
+        fail(new Error('pixhook: the request body is longer than its Content-Length.'));
         return;
       }
       if (whole) {
@@ -137,7 +137,7 @@ export function readStream(
     };
     const onEnd = () => {
       if (length !== undefined && received !== length) {
-        fail(new Error('The request body is shorter than its Content-Length.'));
+        fail(new Error('pixhook: the request body is shorter than its Content-Length.'));
       } else if (whole) {
         succeed(received === whole.byteLength ? whole : whole.subarray(0, received));
       } else {
@@ -145,9 +145,9 @@ export function readStream(
       }
     };
     const onError = (error: Error) => fail(error);
-    const onAborted = () => fail(new Error('The client aborted the request.'));
+    const onAborted = () => fail(new Error('pixhook: the client aborted the request.'));
     // 'close' before 'end': the connection went away mid-body.
-    const onClose = () => fail(new Error('The request stream closed before its end.'));
+    const onClose = () => fail(new Error('pixhook: the request stream closed before its end.'));
 
     if (timeoutMs !== undefined) timer = setTimeout(onDeadline, timeoutMs);
     if (length !== undefined && length > limit) {

@@ -16,7 +16,9 @@ export function sign(secret: string, rawBody: Uint8Array | string, timestamp?: n
   assertSecret(secret, 'secret');
   const t = timestamp === undefined ? String(Math.floor(Date.now() / 1000)) : String(timestamp);
   if (!/^[0-9]+$/.test(t)) {
-    throw new TypeError(`sign(): timestamp must be a non-negative whole number of Unix seconds, got ${t}.`);
+    throw new TypeError(
+      `pixhook: sign() needs a timestamp that is a non-negative whole number of Unix seconds, got ${t}.`,
+    );
   }
   return `t=${t},v1=${bytesToHex(hmacSha256(secret, t, toBytes(rawBody)))}`;
 }

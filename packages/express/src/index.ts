@@ -35,9 +35,11 @@ export function webhookMiddleware(
   options: ExpressMiddlewareOptions = {},
 ): (req: ExpressRequestLike, res: ServerResponse, next: (error?: unknown) => void) => void {
   if (typeof webhooks?.handle !== 'function') {
-    throw new TypeError('@pixhook/express: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.');
+    throw new TypeError(
+      'pixhook: @pixhook/express: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.',
+    );
   }
-  assertKnownOptions(options ?? {}, ['path'], '@pixhook/express: webhookMiddleware(webhooks, options)');
+  assertKnownOptions(options ?? {}, ['path'], 'pixhook: @pixhook/express: webhookMiddleware(webhooks, options)');
   const matches = pathMatcher(options?.path, '@pixhook/express');
   return function pixhook(req, res, next) {
     if (!matches(req.path ?? req.url ?? '/')) {

@@ -29,15 +29,17 @@ async function plugin(fastify: FastifyInstance, options: PixhookFastifyOptions):
   assertKnownOptions(
     options,
     ['webhooks', 'path', 'prefix', 'logLevel', 'logSerializers'],
-    '@pixhook/fastify: register(pixhook, options)',
+    'pixhook: @pixhook/fastify: register(pixhook, options)',
   );
   if (typeof webhooks?.handle !== 'function') {
     throw new TypeError(
-      '@pixhook/fastify: register(pixhook, { webhooks }) needs a Webhooks instance from @pixhook/core.',
+      'pixhook: @pixhook/fastify: register(pixhook, { webhooks }) needs a Webhooks instance from @pixhook/core.',
     );
   }
   if (typeof path !== 'string' || !path.startsWith('/')) {
-    throw new TypeError(`@pixhook/fastify: path must be a string starting with "/", got ${JSON.stringify(path)}.`);
+    throw new TypeError(
+      `pixhook: @pixhook/fastify: path must be a string starting with "/", got ${JSON.stringify(path)}.`,
+    );
   }
   // Every content type, valid or not, reaches the route with its body unread: core reads it with
   // the limit and the deadline of `webhooks` (bodyTimeoutMs), through the same reader as Express

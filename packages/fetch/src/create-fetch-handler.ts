@@ -23,12 +23,14 @@ export type FetchHandler = (request: Request) => Promise<Response>;
  */
 export function createFetchHandler(webhooks: WebhooksLike<Request>, options: FetchHandlerOptions = {}): FetchHandler {
   if (typeof webhooks?.handle !== 'function') {
-    throw new TypeError('@pixhook/fetch: createFetchHandler(webhooks) needs a Webhooks instance from @pixhook/core.');
+    throw new TypeError(
+      'pixhook: @pixhook/fetch: createFetchHandler(webhooks) needs a Webhooks instance from @pixhook/core.',
+    );
   }
   if (typeof options !== 'object' || options === null) {
-    throw new TypeError('@pixhook/fetch: createFetchHandler(webhooks, options) takes an options object.');
+    throw new TypeError('pixhook: @pixhook/fetch: createFetchHandler(webhooks, options) takes an options object.');
   }
-  assertKnownOptions(options, [], '@pixhook/fetch: createFetchHandler(webhooks, options)');
+  assertKnownOptions(options, [], 'pixhook: @pixhook/fetch: createFetchHandler(webhooks, options)');
   return async function pixhook(request: Request): Promise<Response> {
     const result = await webhooks.handle({
       method: request.method,

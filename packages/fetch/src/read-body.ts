@@ -55,7 +55,7 @@ async function readAll(
     if (size > limit) {
       // Do not read or copy what is refused anyway; core answers a reader's 413 as PAYLOAD_TOO_LARGE.
       reader.cancel().catch(() => {});
-      throw Object.assign(new Error('The request body is larger than the limit.'), { status: 413 });
+      throw Object.assign(new Error('pixhook: the request body is larger than the limit.'), { status: 413 });
     }
   }
   return concat(chunks, size);

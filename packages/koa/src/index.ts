@@ -42,9 +42,11 @@ export function webhookMiddleware(
   options: KoaMiddlewareOptions = {},
 ): (ctx: KoaContextLike, next: () => Promise<unknown>) => Promise<void> {
   if (typeof webhooks?.handle !== 'function') {
-    throw new TypeError('@pixhook/koa: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.');
+    throw new TypeError(
+      'pixhook: @pixhook/koa: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.',
+    );
   }
-  assertKnownOptions(options ?? {}, ['path'], '@pixhook/koa: webhookMiddleware(webhooks, options)');
+  assertKnownOptions(options ?? {}, ['path'], 'pixhook: @pixhook/koa: webhookMiddleware(webhooks, options)');
   const matches = pathMatcher(options?.path, '@pixhook/koa');
   return async function pixhook(ctx, next) {
     if (!matches(ctx.path)) {

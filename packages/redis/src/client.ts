@@ -43,7 +43,7 @@ export function commandSender(client: unknown): { kind: ClientKind; send: SendCo
   ) {
     // Its sendCommand takes (firstKey, isReadonly, args): ours would be misrouted.
     throw new TypeError(
-      'RedisStore: node-redis cluster clients (createCluster) are not supported; pass a client from createClient(), or an ioredis client.',
+      'pixhook: RedisStore: node-redis cluster clients (createCluster) are not supported; pass a client from createClient(), or an ioredis client.',
     );
   }
   if (candidate && typeof candidate.sendCommand === 'function' && typeof candidate.isOpen === 'boolean') {
@@ -51,6 +51,6 @@ export function commandSender(client: unknown): { kind: ClientKind; send: SendCo
     return { kind: 'node-redis', send: (args) => node.sendCommand(args) };
   }
   throw new TypeError(
-    `RedisStore: the first argument must be an ioredis client (new Redis()) or a node-redis client (createClient() from 'redis'); got ${describe(client)}.`,
+    `pixhook: RedisStore: the first argument must be an ioredis client (new Redis()) or a node-redis client (createClient() from 'redis'); got ${describe(client)}.`,
   );
 }

@@ -53,7 +53,9 @@ const MAX_TIMEOUT_MS = 9_000;
 function positiveInteger(value: unknown, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new TypeError(`RedisStore: ${name} must be a positive whole number of milliseconds, got ${String(value)}.`);
+    throw new TypeError(
+      `pixhook: RedisStore: ${name} must be a positive whole number of milliseconds, got ${String(value)}.`,
+    );
   }
   return value;
 }
@@ -61,16 +63,16 @@ function positiveInteger(value: unknown, fallback: number, name: string): number
 /** Applies the defaults and throws a `TypeError`/`RangeError` for an option that cannot work. */
 export function resolveOptions(options: RedisStoreOptions | undefined): ResolvedRedisStoreOptions {
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new TypeError('RedisStore: options must be an object.');
+    throw new TypeError('pixhook: RedisStore: options must be an object.');
   }
   const prefix = options?.prefix ?? 'pixhook:';
   if (typeof prefix !== 'string') {
-    throw new TypeError(`RedisStore: prefix must be a string, got ${typeof prefix}.`);
+    throw new TypeError(`pixhook: RedisStore: prefix must be a string, got ${typeof prefix}.`);
   }
   const timeoutMs = positiveInteger(options?.timeoutMs, DEFAULT_TIMEOUT_MS, 'timeoutMs');
   if (timeoutMs > MAX_TIMEOUT_MS) {
     throw new RangeError(
-      `RedisStore: timeoutMs must be at most ${MAX_TIMEOUT_MS}: the service gives up on an answer after 10 s; got ${timeoutMs}.`,
+      `pixhook: RedisStore: timeoutMs must be at most ${MAX_TIMEOUT_MS}: the service gives up on an answer after 10 s; got ${timeoutMs}.`,
     );
   }
   return {

@@ -78,7 +78,8 @@ export class RedisStore implements IdempotencyStore {
       reply = String(
         await this.#run('claim', eventId, ['EVAL', CLAIM, '1', key, claimToken, `${this.#options.inFlightTtlMs}`]),
       );
-      if (!CLAIM_RESULTS.has(reply)) throw new Error(`RedisStore: unexpected reply to claim(${eventId}): ${reply}`);
+      if (!CLAIM_RESULTS.has(reply))
+        throw new Error(`pixhook: RedisStore: unexpected reply to claim(${eventId}): ${reply}`);
     } catch (error) {
       // Clients queue commands while disconnected, and a claim whose answer was lost may have run:
       // either way it may hold the event (409) for inFlightTtlMs while nobody runs it. Queue the
@@ -110,7 +111,7 @@ export class RedisStore implements IdempotencyStore {
     const reply = await this.#pending.send(write);
     if (Number(reply) !== 1) {
       throw new Error(
-        `RedisStore: event ${eventId} was not marked completed: its claim expired while the handlers ran (inFlightTtlMs is ${this.#options.inFlightTtlMs} ms) and another delivery claimed it since. Raise inFlightTtlMs above your slowest handler.`,
+        `pixhook: RedisStore: event ${eventId} was not marked completed: its claim expired while the handlers ran (inFlightTtlMs is ${this.#options.inFlightTtlMs} ms) and another delivery claimed it since. Raise inFlightTtlMs above your slowest handler.`,
       );
     }
   }
@@ -177,7 +178,7 @@ export class RedisStore implements IdempotencyStore {
 
   #key(eventId: string): string {
     if (typeof eventId !== 'string' || eventId === '') {
-      throw new TypeError(`RedisStore: event ids are non-empty strings, got ${JSON.stringify(eventId)}.`);
+      throw new TypeError(`pixhook: RedisStore: event ids are non-empty strings, got ${JSON.stringify(eventId)}.`);
     }
     return this.#options.prefix + eventId;
   }
@@ -199,12 +200,12 @@ export class RedisStore implements IdempotencyStore {
       return await withTimeout(
         sent,
         timeoutMs,
-        `RedisStore: Redis did not answer ${operation}(${eventId}) within ${timeoutMs} ms; is it reachable?`,
+        `pixhook: RedisStore: Redis did not answer ${operation}(${eventId}) within ${timeoutMs} ms; is it reachable?`,
       );
     } catch (cause) {
-      if (cause instanceof Error && cause.message.startsWith('RedisStore:')) throw cause;
+      if (cause instanceof Error && cause.message.startsWith('pixhook: RedisStore:')) throw cause;
       const message = cause instanceof Error ? cause.message : String(cause);
-      throw new Error(`RedisStore: ${operation}(${eventId}) failed: ${message}`, { cause });
+      throw new Error(`pixhook: RedisStore: ${operation}(${eventId}) failed: ${message}`, { cause });
     }
   }
 }
@@ -213,7 +214,7 @@ export class RedisStore implements IdempotencyStore {
 function checkToken(token: unknown): string {
   if (typeof token !== 'string' || token === '' || token === COMPLETED) {
     throw new TypeError(
-      `RedisStore: claim tokens are non-empty strings other than '${COMPLETED}', got ${typeof token === 'string' ? JSON.stringify(token) : typeof token}.`,
+      `pixhook: RedisStore: claim tokens are non-empty strings other than '${COMPLETED}', got ${typeof token === 'string' ? JSON.stringify(token) : typeof token}.`,
     );
   }
   return token;
