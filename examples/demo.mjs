@@ -77,5 +77,5 @@ if (problems.length) {
   process.exitCode = 1;
 } else {
   console.log('Every answer matches the contract: signed events ran their handlers once; forged, stale,');
-  console.log('oversized and duplicate requests ran none. Error codes: see the README.');
+  console.log('oversized and duplicate requests ran none. Error codes: docs/errors.md.');
 }

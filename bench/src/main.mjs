@@ -1,5 +1,5 @@
 // `pnpm bench` and `pnpm bench:smoke`: runs the scenarios, prints tables, writes JSON results and,
-// for a full run of everything, docs/benchmarks.md and the README's bench section.
+// for a full run of everything, docs/benchmarks.md and the bench summary in docs/README.md.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -84,7 +84,7 @@ async function main() {
   }
 }
 
-/** Replaces the README's bench section through the repository's own script, under its lock where flock exists. */
+/** Replaces the bench summary (docs/README.md) through the repository's own script, under its lock where flock exists. */
 function writeReadme(section) {
   const file = `${benchDir}results/readme-section.md`;
   writeFileSync(file, section);
@@ -97,7 +97,7 @@ function writeReadme(section) {
       execFileSync(script[0], script.slice(1), { cwd: root, stdio: 'inherit' });
     }
   } catch {
-    console.error('README.md: bench section not updated');
+    console.error('docs/README.md: bench summary not updated');
   }
 }
 
