@@ -1,5 +1,5 @@
 /**
- * The contract's table (shared/CONTRACT.md, "What every adapter answers"), run against every
+ * The contract's table (docs/contract.md, "What every adapter answers"), run against every
  * adapter and framework version: the same request must get the same answer everywhere.
  */
 import {
