@@ -4,14 +4,6 @@ import { build, type Plugin } from 'esbuild';
 
 const packages = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url));
 
-/** The workspace packages, bundled from their TypeScript sources as the tests run them. */
-const SOURCES: Record<string, string> = {
-  '@pixhook/core': packages('core/src/index.ts'),
-  '@pixhook/core/testing': packages('core/src/testing.ts'),
-  '@pixhook/core/node': packages('core/src/node.ts'),
-  '@pixhook/fetch': packages('fetch/src/index.ts'),
-};
-
 const BUILTINS = new Set(builtinModules);
 
 function isNodeBuiltin(path: string): boolean {
@@ -34,12 +26,8 @@ export interface Bundle {
 export async function bundle(entry: string, platform: 'browser' | 'neutral' = 'neutral'): Promise<Bundle> {
   const nodeImports: string[] = [];
   const plugin: Plugin = {
-    name: 'pixhook-sources-and-builtins',
+    name: 'pixhook-builtins',
     setup(b) {
-      b.onResolve({ filter: /^@pixhook\// }, (args) => {
-        const path = SOURCES[args.path];
-        return path ? { path } : undefined;
-      });
       b.onResolve({ filter: /.*/ }, (args) => {
         if (!isNodeBuiltin(args.path)) return undefined;
         nodeImports.push(`${JSON.stringify(args.path)} from ${args.importer.replace(packages(''), '')}`);
@@ -53,8 +41,9 @@ export async function bundle(entry: string, platform: 'browser' | 'neutral' = 'n
     write: false,
     format: 'esm',
     platform,
-    // As Workers bundlers resolve packages (wrangler: the workerd/worker/browser conditions).
-    conditions: ['workerd', 'worker', 'browser'],
+    // As Workers bundlers resolve packages (wrangler: the workerd/worker/browser conditions), with
+    // the workspace's @pixhook/* packages taken from their TypeScript sources as the tests run them.
+    conditions: ['@pixhook/source', 'workerd', 'worker', 'browser'],
     mainFields: ['browser', 'module', 'main'],
     target: 'es2022',
     metafile: true,
