@@ -48,15 +48,6 @@ describe('@pixhook/fastify registration', () => {
     expect(fastify.printPlugins()).toContain('@pixhook/fastify');
   });
 
-  it('keeps the registration prefix: the path sits under it', async () => {
-    const { webhooks, runs } = recording();
-    const fastify = app();
-    await fastify.register(pixhook, { webhooks, prefix: '/api', path: '/events' });
-    expect((await post(fastify, '/api/events')).statusCode).toBe(200);
-    expect((await post(fastify, '/events')).statusCode).toBe(404);
-    expect(runs).toHaveLength(1);
-  });
-
   it('can be registered twice under different prefixes', async () => {
     const { webhooks, runs } = recording();
     const fastify = app();
