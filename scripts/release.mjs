@@ -29,6 +29,7 @@ import { createRequire } from 'node:module';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pnpmCommand } from '@pixhook/test-helpers/build-state';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(join(ROOT, 'package.json'));
@@ -98,14 +99,6 @@ function run(command, args, { cwd = ROOT, timeoutMs = 120_000 } = {}) {
       resolvePromise({ code, stdout, stderr: signal ? `${stderr}(killed by ${signal})` : stderr });
     });
   });
-}
-
-/** The pnpm running this script (`pnpm release` sets npm_execpath), else pnpm on PATH, else npx pnpm@10. */
-function pnpmCommand() {
-  const execPath = process.env.npm_execpath;
-  if (execPath && /pnpm/.test(execPath) && /\.c?js$/.test(execPath)) return [process.execPath, [execPath]];
-  if (spawnSync('pnpm', ['--version'], { encoding: 'utf8' }).stdout?.startsWith('10.')) return ['pnpm', []];
-  return ['npx', ['-y', 'pnpm@10.34.9']];
 }
 
 /** Runs `work` on every item, at most `limit` at a time, keeping the order of the results. */
