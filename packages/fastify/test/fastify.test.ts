@@ -1,6 +1,7 @@
 /**
  * Fastify-specific behaviour: encapsulation (the app's other routes keep parsing JSON), prefix and
- * default path, option errors, and what handlers receive. fastify.inject, plus one real listener.
+ * default path, option errors, and what handlers receive; registration through fastify-plugin (a
+ * name, a clear error on Fastify 4, still encapsulated). fastify.inject, plus one real listener.
  */
 import { createGunzip, gzipSync } from 'node:zlib';
 import { Webhooks } from '@pixhook/core';
@@ -9,9 +10,10 @@ import pixhook from '@pixhook/fastify';
 import { httpSend, streamOf } from '@pixhook/test-helpers/adapters';
 import { delivery, recordingWebhooks, SECRET } from '@pixhook/test-helpers/deliveries';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify4 from 'fastify4';
 import { afterEach, describe, expect, it } from 'vitest';
 
-const apps: FastifyInstance[] = [];
+const apps: { close(): Promise<unknown> }[] = [];
 afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
 });
@@ -211,5 +213,58 @@ describe('@pixhook/fastify', () => {
     expect((big.json as { error: { code: string } }).error.code).toBe('PAYLOAD_TOO_LARGE');
     expect((await httpSend(port, delivery())).status).toBe(200);
     expect(runs).toHaveLength(2);
+  });
+});
+
+describe('@pixhook/fastify registration', () => {
+  it('refuses Fastify 4 with a clear error naming the plugin and the version it needs', async () => {
+    const old = Fastify4();
+    apps.push(old);
+    old.register(pixhook as never, { webhooks: recordingWebhooks().webhooks });
+    await expect(old.ready()).rejects.toThrow(/@pixhook\/fastify.*5\.x.*4\.29\.1/);
+  });
+
+  it('is named @pixhook/fastify', async () => {
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks: recordingWebhooks().webhooks });
+    expect(fastify.hasPlugin('@pixhook/fastify')).toBe(true);
+    expect(fastify.printPlugins()).toContain('@pixhook/fastify');
+  });
+
+  it('can be registered twice under different prefixes', async () => {
+    const { webhooks, runs } = recordingWebhooks();
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks, prefix: '/a' });
+    await fastify.register(pixhook, { webhooks, prefix: '/b' });
+    expect((await post(fastify, '/a/webhooks')).statusCode).toBe(200);
+    expect((await post(fastify, '/b/webhooks')).statusCode).toBe(200);
+    expect(runs).toHaveLength(2);
+  });
+
+  it("keeps its parser and error handler inside: the app's other routes parse JSON and keep Fastify's errors", async () => {
+    const { webhooks } = recordingWebhooks();
+    const fastify = app();
+    fastify.post('/before', async (request) => ({ body: request.body }));
+    await fastify.register(pixhook, { webhooks });
+    fastify.post('/after', async (request) => ({ body: request.body }));
+    for (const url of ['/before', '/after']) {
+      const res = await fastify.inject({ method: 'POST', url, payload: { name: 'x', n: 2 } });
+      expect(res.json()).toEqual({ body: { name: 'x', n: 2 } });
+      const broken = await fastify.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/json' },
+        payload: '{"name":',
+      });
+      expect(broken.statusCode).toBe(400);
+      const unknownType = await fastify.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/x-unknown' },
+        payload: 'x',
+      });
+      expect(unknownType.statusCode).toBe(415);
+    }
+    expect(fastify.hasContentTypeParser('application/x-unknown')).toBe(false);
   });
 });
