@@ -11,10 +11,10 @@
 //
 // .ci/run calls it in its install step; packages/fetch/test/helpers/runtimes.ts calls it when the
 // Bun or workerd tests start. Several callers at once are fine: one installs, the others wait.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { run } from '@pixhook/test-helpers/build-state';
 
 /** The versions the runtime tests were written against (they were devDependencies of @pixhook/fetch). */
 export const RUNTIMES = { bun: '1.4.5', miniflare: '4.20260426.0' };
@@ -89,29 +89,15 @@ function npmInstall() {
     RUNTIMES_DIR,
     ...Object.entries(RUNTIMES).map(([name, version]) => `${name}@${version}`),
   ];
-  return new Promise((resolve) => {
-    const windows = process.platform === 'win32';
-    const child = spawn(windows ? 'npm.cmd' : 'npm', args, {
-      cwd: RUNTIMES_DIR,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      shell: windows,
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      output += chunk;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), INSTALL_TIMEOUT_MS);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      resolve({ ok: false, output: `${output}${error.message}` });
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ ok: code === 0, output: code === 0 ? output : `${output}(npm exited ${code ?? signal})` });
-    });
+  // On Windows npm is a .cmd script, which only a shell runs.
+  const windows = process.platform === 'win32';
+  return run(windows ? 'npm.cmd' : 'npm', args, {
+    cwd: RUNTIMES_DIR,
+    timeoutMs: INSTALL_TIMEOUT_MS,
+    shell: windows,
+  }).then(({ code, stdout, stderr }) => {
+    const output = `${stdout}${stderr}`;
+    return { ok: code === 0, output: code === 0 ? output : `${output}(npm exited ${code ?? 'without a code'})` };
   });
 }
 

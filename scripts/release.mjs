@@ -23,13 +23,13 @@
 //   pnpm release              this dry run, on the new versions
 //   pnpm changeset publish    publish (pnpm publish) every public package whose version is not on
 //                             the registry yet, and tag it; then `git push --follow-tags`
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pnpmCommand } from '@pixhook/test-helpers/build-state';
+import { pnpmCommand, run as runProgram } from '@pixhook/test-helpers/build-state';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(join(ROOT, 'package.json'));
@@ -75,31 +75,8 @@ function fail(message) {
 // ---------------------------------------------------------------------------------------------
 // Running things
 
-/** Runs a program without a shell; resolves with its exit code and output (never rejects on exit code). */
-function run(command, args, { cwd = ROOT, timeoutMs = 120_000 } = {}) {
-  return new Promise((resolvePromise) => {
-    const env = { ...process.env };
-    delete env.NODE_OPTIONS;
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      resolvePromise({ code: null, stdout, stderr: `${stderr}${error.message}` });
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolvePromise({ code, stdout, stderr: signal ? `${stderr}(killed by ${signal})` : stderr });
-    });
-  });
-}
+/** `run` from the repository root unless told otherwise. */
+const run = (command, args, options = {}) => runProgram(command, args, { cwd: ROOT, ...options });
 
 /** Runs `work` on every item, at most `limit` at a time, keeping the order of the results. */
 async function mapLimited(items, limit, work) {

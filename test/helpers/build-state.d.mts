@@ -26,3 +26,17 @@ export function staleBuild(pkg: Pick<WorkspacePackage, 'name' | 'dir'>): string 
 
 /** The pnpm to run: `[command, leading arguments]`. */
 export function pnpmCommand(): [string, string[]];
+
+/** What a program run by `run` did: its exit code (`null` when it could not start or was killed) and output. */
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program without a shell, its output collected; never rejects. */
+export function run(
+  command: string,
+  args: string[],
+  options?: { cwd?: string; timeoutMs?: number; shell?: boolean },
+): Promise<RunResult>;

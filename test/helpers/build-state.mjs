@@ -1,6 +1,7 @@
-// Whether the built dist of each public package can be trusted, and the pnpm to build it with.
+// Whether the built dist of each public package can be trusted, the pnpm to build it with, and
+// how the repository's scripts run a program.
 // Plain JavaScript so that scripts/ensure-built.mjs (plain node) and the tests share one copy.
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 
@@ -67,4 +68,30 @@ export function pnpmCommand() {
   const onPath = spawnSync('pnpm', ['--version'], { encoding: 'utf8' });
   if (onPath.status === 0 && onPath.stdout.trim().startsWith(PNPM_MAJOR)) return ['pnpm', []];
   return ['npx', ['-y', PNPM_FALLBACK]];
+}
+
+/**
+ * Runs a program without a shell, its output collected; resolves with `{ code, stdout, stderr }`
+ * and never rejects: a program that cannot start, or is killed at `timeoutMs`, gives `code: null`
+ * and says why in `stderr`. NODE_OPTIONS and NODE_PATH are not passed on (nothing from a test
+ * runner may change how the program resolves or loads modules). `shell` only for what needs one
+ * (npm.cmd on Windows).
+ */
+export function run(command, args, { cwd, timeoutMs = 120_000, shell = false } = {}) {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  delete env.NODE_PATH;
+  return new Promise((resolve) => {
+    execFile(
+      command,
+      args,
+      { cwd, env, shell, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 256 * 1024 * 1024, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (!error) return resolve({ code: 0, stdout, stderr });
+        const code = typeof error.code === 'number' ? error.code : null;
+        const why = code === null ? (error.signal ? `(killed by ${error.signal})` : error.message) : '';
+        resolve({ code, stdout, stderr: `${stderr}${why}` });
+      },
+    );
+  });
 }

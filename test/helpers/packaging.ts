@@ -1,10 +1,22 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { type Manifest, pnpmCommand, type WorkspacePackage } from './build-state.mjs';
+import {
+  type Manifest,
+  pnpmCommand,
+  type RunResult,
+  run as runProgram,
+  type WorkspacePackage,
+} from './build-state.mjs';
 
-export { discoverPackages, type Manifest, staleBuild, type WorkspacePackage } from './build-state.mjs';
+export {
+  discoverPackages,
+  type Manifest,
+  type RunResult,
+  staleBuild,
+  type WorkspacePackage,
+} from './build-state.mjs';
 
 /** A package packed and unpacked into the scratch project. */
 export interface InstalledPackage {
@@ -13,12 +25,6 @@ export interface InstalledPackage {
   dir: string;
   /** Paths inside the tarball, without the leading `package/`. */
   files: string[];
-}
-
-export interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
 }
 
 /** The subpaths a package exports (`.`, `./testing`, `./package.json`…); wildcards cannot be listed, so they throw. */
@@ -36,40 +42,22 @@ export function exportedSubpaths(manifest: Manifest): string[] {
 export const specifier = (name: string, subpath: string): string =>
   subpath === '.' ? name : `${name}/${subpath.slice(2)}`;
 
-/** Runs a program, never through a shell; resolves with its exit code and output. */
-export function run(command: string, args: string[], options: { cwd: string; timeoutMs?: number }): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    // Nothing from the test runner may change how plain node resolves or loads modules.
-    delete env.NODE_OPTIONS;
-    delete env.NODE_PATH;
-    const child = spawn(command, args, { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** `run` with the packaging tests' default deadline (30 s). */
+export const run = (
+  command: string,
+  args: string[],
+  options: { cwd: string; timeoutMs?: number },
+): Promise<RunResult> => runProgram(command, args, { timeoutMs: 30_000, ...options });
 
 /** Packs a package with pnpm (so `files` and `workspace:` rewriting apply as on publish). */
 async function pack(pkg: WorkspacePackage, destination: string): Promise<{ tarball: string; files: string[] }> {
   const [command, prefix] = pnpmCommand();
   const result = await run(command, [...prefix, 'pack', '--json', '--pack-destination', destination], {
     cwd: pkg.dir,
-  }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'ENOENT') throw error;
-    throw new Error('pnpm is not on PATH: run the tests with `pnpm test` (or `npx -y pnpm@10 test`).');
   });
+  if (result.code === null && /\bENOENT\b/.test(result.stderr)) {
+    throw new Error('pnpm is not on PATH: run the tests with `pnpm test` (or `npx -y pnpm@10 test`).');
+  }
   if (result.code !== 0) throw new Error(`pnpm pack failed in ${pkg.dir}:\n${result.stderr}${result.stdout}`);
   const report = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as {
     filename: string;
