@@ -1,7 +1,8 @@
 import { toBytes } from './crypto.js';
 import { isWebhookVerificationError, payloadTooLarge, WebhookVerificationError } from './errors.js';
-import type { BodyReader, HandleInput } from './handle-input.js';
+import type { HandleInput } from './handle-input.js';
 import { getHeader, type HeadersInput } from './headers.js';
+import type { Maybe } from './maybe.js';
 import type { ResolvedOptions } from './options.js';
 import { type VerifiedDelivery, verifyDeliveryAnywhere } from './verify.js';
 
@@ -37,32 +38,29 @@ export function headersOf(headers: unknown): HeadersInput {
   return typeof headers === 'object' && headers !== null ? (headers as HeadersInput) : NO_HEADERS;
 }
 
-async function readBody(reader: BodyReader, limit: number, timeoutMs: number | undefined) {
-  try {
-    return await reader(limit, timeoutMs);
-  } catch (cause) {
-    if (cause instanceof WebhookVerificationError) throw cause;
-    // One from another copy of core may lack toJSON/status: answer it with this copy's class.
-    if (isWebhookVerificationError(cause)) {
-      throw new WebhookVerificationError(cause.code, String(cause.message ?? ''), { cause });
-    }
-    // A framework's own body reader (Fastify, raw-body, body-parser) says "too large" with a 413.
-    const { status, statusCode } = (cause ?? {}) as { status?: unknown; statusCode?: unknown };
-    if (status === 413 || statusCode === 413) throw payloadTooLarge(limit);
-    throw new WebhookVerificationError(
-      'BODY_UNREADABLE',
-      'The request body could not be read completely (the client aborted, or the body did not match its Content-Length).',
-      { cause },
-    );
+/** What a failed body reader's error means: its own `WebhookVerificationError`, a 413, or `BODY_UNREADABLE`. */
+export function readFailure(cause: unknown, limit: number): WebhookVerificationError {
+  if (cause instanceof WebhookVerificationError) return cause;
+  // One from another copy of core may lack toJSON/status: answer it with this copy's class.
+  if (isWebhookVerificationError(cause)) {
+    return new WebhookVerificationError(cause.code, String(cause.message ?? ''), { cause });
   }
+  // A framework's own body reader (Fastify, raw-body, body-parser) says "too large" with a 413.
+  const { status, statusCode } = (cause ?? {}) as { status?: unknown; statusCode?: unknown };
+  if (status === 413 || statusCode === 413) return payloadTooLarge(limit);
+  return new WebhookVerificationError(
+    'BODY_UNREADABLE',
+    'The request body could not be read completely (the client aborted, or the body did not match its Content-Length).',
+    { cause },
+  );
 }
 
-/** Method, size and verification: every answer decided before the store and the handlers. */
-export async function admit(
-  options: ResolvedOptions,
-  input: HandleInput,
-  headers: HeadersInput,
-): Promise<VerifiedDelivery> {
+/**
+ * Method and declared size, then the body: the raw body as given or as its reader returned it, or
+ * the reader's promise of it. Throws the `WebhookVerificationError` that answers the request; a
+ * reader's failure (thrown here, or the promise's rejection) means what `readFailure` says.
+ */
+export function receive(options: ResolvedOptions, input: HandleInput, headers: HeadersInput): unknown {
   if (input.method !== undefined && input.method !== 'POST') {
     throw new WebhookVerificationError(
       'METHOD_NOT_ALLOWED',
@@ -77,8 +75,21 @@ export async function admit(
     UNREAD.add(error);
     throw error;
   }
-  const raw = typeof input.body === 'function' ? await readBody(input.body, limit, options.bodyTimeoutMs) : input.body;
+  const { body } = input;
+  if (typeof body !== 'function') return body;
+  try {
+    return body(limit, options.bodyTimeoutMs);
+  } catch (cause) {
+    throw readFailure(cause, limit);
+  }
+}
+
+/**
+ * The size check and verification of a body that has arrived: every answer decided before the
+ * store and the handlers. At once on `node:crypto`; a promise on Web Crypto.
+ */
+export function admitBody(options: ResolvedOptions, raw: unknown, headers: HeadersInput): Maybe<VerifiedDelivery> {
   const body = rawBytes(raw, 'webhooks.handle()');
-  if (body.byteLength > limit) throw payloadTooLarge(limit);
+  if (body.byteLength > options.maxBodyBytes) throw payloadTooLarge(options.maxBodyBytes);
   return verifyDeliveryAnywhere(options, body, headers);
 }

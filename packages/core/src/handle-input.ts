@@ -8,9 +8,13 @@ import type { HeadersInput } from './headers.js';
  * answers `PAYLOAD_TOO_LARGE`. A reader may also stop as soon as it has more than `limit` bytes and
  * return those: the pipeline answers 413 for any longer body. When `timeoutMs` is a number, the
  * reader must give up once the body has not fully arrived that many milliseconds after it started,
- * holding nothing more, and stop the stream by then at the latest.
+ * holding nothing more, and stop the stream by then at the latest. A reader that already holds the
+ * body may return it directly instead of a promise (and throw instead of rejecting).
  */
-export type BodyReader = (limit: number, timeoutMs: number | undefined) => Promise<Uint8Array | string>;
+export type BodyReader = (
+  limit: number,
+  timeoutMs: number | undefined,
+) => Promise<Uint8Array | string> | Uint8Array | string;
 
 /** One request, as an adapter hands it to `webhooks.handle()`. */
 export interface HandleInput<TRequest = unknown> {

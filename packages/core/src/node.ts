@@ -21,7 +21,8 @@ export function nodeBodyReader(
   copy: unknown,
   hint: string,
 ): BodyReader {
-  return async (limit, timeoutMs) => {
+  // Not async: a copy is handed over at once, without a promise (core takes either).
+  return (limit, timeoutMs) => {
     if (copy instanceof Uint8Array || typeof copy === 'string') return copy;
     // body-parser marks `_body`; any reader leaves `readableDidRead`. Reading now would get a
     // truncated or empty body and a misleading SIGNATURE_MISMATCH, so say what happened instead.

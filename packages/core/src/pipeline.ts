@@ -1,12 +1,15 @@
-import { admit, headersOf } from './admit.js';
+import { admitBody, headersOf, readFailure, receive } from './admit.js';
 import { answer, answerOutcome, ok } from './answer.js';
 import type { AnyHandler, ErrorContext } from './context.js';
 import { isWebhookVerificationError, WebhookVerificationError } from './errors.js';
 import type { HandleInput, WebhookResponse } from './handle-input.js';
 import { getHeader, HEADER, type HeadersInput } from './headers.js';
+import { isThenable, type Maybe } from './maybe.js';
 import type { ResolvedOptions } from './options.js';
 import { runOnce } from './run-once.js';
 import type { VerifiedDelivery } from './verify.js';
+
+const NO_HEADERS: HeadersInput = {};
 
 /** What the pipeline needs from a `Webhooks`: its options, the handlers of a type, where to report. */
 export interface PipelineHost {
@@ -23,28 +26,82 @@ function unexpected(cause: unknown): WebhookVerificationError {
   );
 }
 
-/** The whole request pipeline behind `webhooks.handle()`. Never rejects, whatever it is given. */
+/**
+ * The whole request pipeline behind `webhooks.handle()`. Never rejects, whatever it is given.
+ * Synchronous until something is asynchronous: a delivery whose body is here, verified on
+ * `node:crypto`, claimed in a `MemoryStore` and handled by handlers that return no promise is
+ * answered with one resolved promise; a body still arriving costs one more microtask hop, when
+ * it has.
+ */
 export function runPipeline(host: PipelineHost, input: HandleInput): Promise<WebhookResponse> {
-  // Not async, and the callbacks capture only the request and headers: nothing holds `input` (and a
-  // body passed in it) once it is admitted, so the raw bytes can be freed while handlers run.
-  const given = (typeof input === 'object' && input !== null ? input : {}) as HandleInput;
-  const { request } = given;
-  const headers = headersOf(given.headers);
-  // admit is async: whatever it meets, even a throwing header getter, arrives as a rejection.
-  return admit(host.options, given, headers)
-    .then(
-      (delivery) => runAndAnswer(host, delivery, request),
-      (cause: unknown) => {
-        const error = isWebhookVerificationError(cause) ? cause : unexpected(cause);
-        host.reportError(error, { request, deliveryId: unverifiedDeliveryId(headers) });
-        return answer(error);
-      },
-    )
-    .catch((cause: unknown) => {
-      const error = unexpected(cause);
-      host.reportError(error, { request });
-      return answer(error);
-    });
+  // Nothing from here on holds `input` (and a body passed in it) once it is admitted, so the raw
+  // bytes can be freed while handlers run: the callbacks capture only the request and the headers.
+  let request: unknown;
+  let headers: HeadersInput = NO_HEADERS;
+  let raw: unknown;
+  try {
+    const given = (typeof input === 'object' && input !== null ? input : {}) as HandleInput;
+    request = given.request;
+    headers = headersOf(given.headers);
+    raw = receive(host.options, given, headers);
+  } catch (cause) {
+    return Promise.resolve(refused(host, cause, request, headers));
+  }
+  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, headers, request));
+  const limit = host.options.maxBodyBytes;
+  return Promise.resolve(raw).then(
+    (body) => proceed(host, body, headers, request),
+    (cause: unknown) => refused(host, readFailure(cause, limit), request, headers),
+  );
+}
+
+/** From a body that has arrived to the answer. Never throws; a promise from it never rejects. */
+function proceed(host: PipelineHost, raw: unknown, headers: HeadersInput, request: unknown): Maybe<WebhookResponse> {
+  let delivery: Maybe<VerifiedDelivery>;
+  try {
+    delivery = admitBody(host.options, raw, headers);
+  } catch (cause) {
+    return refused(host, cause, request, headers);
+  }
+  if (delivery instanceof Promise) {
+    return delivery.then(
+      (verified) => answerFor(host, verified, request),
+      (cause: unknown) => refused(host, cause, request, headers),
+    );
+  }
+  return answerFor(host, delivery, request);
+}
+
+function answerFor(host: PipelineHost, delivery: VerifiedDelivery, request: unknown): Maybe<WebhookResponse> {
+  let answered: Maybe<WebhookResponse>;
+  try {
+    answered = runAndAnswer(host, delivery, request);
+  } catch (cause) {
+    return failedUnexpectedly(host, cause, request);
+  }
+  return answered instanceof Promise
+    ? answered.catch((cause: unknown) => failedUnexpectedly(host, cause, request))
+    : answered;
+}
+
+/**
+ * The answer to a request refused before its handlers (4xx, or 500 for a failure of pixhook's own).
+ * Never throws.
+ */
+function refused(host: PipelineHost, cause: unknown, request: unknown, headers: HeadersInput): WebhookResponse {
+  try {
+    const error = isWebhookVerificationError(cause) ? cause : unexpected(cause);
+    host.reportError(error, { request, deliveryId: unverifiedDeliveryId(headers) });
+    return answer(error);
+  } catch (failure) {
+    return failedUnexpectedly(host, failure, request);
+  }
+}
+
+function failedUnexpectedly(host: PipelineHost, cause: unknown, request: unknown): WebhookResponse {
+  const error = unexpected(cause);
+  host.reportError(error, { request });
+  return answer(error);
 }
 
 function unverifiedDeliveryId(headers: HeadersInput): string | undefined {
@@ -56,21 +113,11 @@ function unverifiedDeliveryId(headers: HeadersInput): string | undefined {
 }
 
 /** Runs a verified delivery's handlers once (store and deadline included) and answers how that went. */
-async function runAndAnswer(
-  host: PipelineHost,
-  delivery: VerifiedDelivery,
-  request: unknown,
-): Promise<WebhookResponse> {
+function runAndAnswer(host: PipelineHost, delivery: VerifiedDelivery, request: unknown): Maybe<WebhookResponse> {
   const { event, deliveryId, timestamp } = delivery;
   const handlers = host.handlersFor(event.type);
   // Nothing to run: acknowledge without a round trip to the store.
   if (handlers.length === 0) return ok(false);
-  const outcome = await runOnce(
-    host,
-    handlers,
-    event,
-    { deliveryId, timestamp, request },
-    { request, deliveryId, timestamp, event },
-  );
-  return answerOutcome(outcome);
+  const outcome = runOnce(host, handlers, event, { deliveryId, timestamp, request });
+  return outcome instanceof Promise ? outcome.then(answerOutcome) : answerOutcome(outcome);
 }

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { cancelDeadline, type Deadline, setDeadline } from './deadlines.js';
 import { bodyTimeout, payloadTooLarge } from './errors.js';
 
 const DIGITS = /^[0-9]+$/;
@@ -52,18 +53,20 @@ export function readStream(
     let whole: Buffer | undefined;
     let received = 0;
     let reading = true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    /** The body deadline, until it fires or is cancelled. */
+    let deadline: Deadline | undefined;
+    /** After the deadline: how long the answer has before the stream is destroyed. */
+    let grace: ReturnType<typeof setTimeout> | undefined;
 
     const detach = () => {
       stream.off('data', onData);
       stream.off('end', onEnd);
       stream.off('error', onError);
       stream.off('close', onClose);
-      stream.off('aborted', onAborted);
     };
     const succeed = (body: Uint8Array) => {
       reading = false;
-      if (timer !== undefined) clearTimeout(timer);
+      if (deadline !== undefined) cancelDeadline(deadline);
       detach();
       resolve(body);
     };
@@ -76,9 +79,9 @@ export function readStream(
       first = undefined;
       whole = undefined;
       detach();
-      if (timer !== undefined) {
+      if (deadline !== undefined || grace !== undefined) {
         if (stream.readableEnded || stream.destroyed) {
-          clearTimeout(timer);
+          stopDiscarding();
         } else {
           stream.on('end', stopDiscarding);
           stream.on('close', stopDiscarding);
@@ -89,15 +92,18 @@ export function readStream(
       stream.resume();
     };
     const stopDiscarding = () => {
-      clearTimeout(timer);
+      if (deadline !== undefined) cancelDeadline(deadline);
+      deadline = undefined;
+      clearTimeout(grace);
       stream.off('end', stopDiscarding);
       stream.off('close', stopDiscarding);
     };
     const onDeadline = () => {
+      deadline = undefined;
       if (reading) {
         // The 408 is about to be written (with `connection: close`, so Node closes after it);
         // give it a moment, then close whatever is left.
-        timer = setTimeout(destroy, CLOSE_GRACE_MS);
+        grace = setTimeout(destroy, CLOSE_GRACE_MS);
         fail(bodyTimeout(timeoutMs as number));
       } else {
         destroy();
@@ -145,11 +151,11 @@ export function readStream(
       }
     };
     const onError = (error: Error) => fail(error);
-    const onAborted = () => fail(new Error('pixhook: the client aborted the request.'));
-    // 'close' before 'end': the connection went away mid-body.
+    // A client that aborts mid-body comes as an 'error' (ECONNRESET), then 'close'. 'close' before
+    // 'end' without an error: the stream was destroyed mid-body.
     const onClose = () => fail(new Error('pixhook: the request stream closed before its end.'));
 
-    if (timeoutMs !== undefined) timer = setTimeout(onDeadline, timeoutMs);
+    if (timeoutMs !== undefined) deadline = setDeadline(timeoutMs, onDeadline);
     if (length !== undefined && length > limit) {
       fail(payloadTooLarge(limit));
       return;
@@ -158,7 +164,6 @@ export function readStream(
     stream.on('end', onEnd);
     stream.on('error', onError);
     stream.on('close', onClose);
-    stream.on('aborted', onAborted);
     // A 'data' listener does not restart a stream someone paused explicitly.
     stream.resume();
   });

@@ -1,4 +1,6 @@
 import { WebhookVerificationError } from './errors.js';
+import { isThenable, type Maybe } from './maybe.js';
+import { claimNow, completeNow, type MemoryStore, releaseNow, syncMemoryStore } from './memory-store.js';
 import { type ClaimResult, DEFAULT_IN_FLIGHT_TTL_MS, type IdempotencyStore } from './store.js';
 
 /**
@@ -10,35 +12,38 @@ import { type ClaimResult, DEFAULT_IN_FLIGHT_TTL_MS, type IdempotencyStore } fro
 /** Where failures that do not change the answer go (`onError`, with the delivery's context). */
 export type Report = (error: WebhookVerificationError) => void;
 
-/** A claim held on one event for one run: the calls that end it, and the one that keeps it. */
+/**
+ * A claim held on one event for one run, as plain data: `completeClaim`, `releaseClaim` and
+ * `keepClaim` end or keep it. No closures per delivery: this runs for every request.
+ */
 export interface HeldClaim {
-  /** All handlers succeeded: record the event as processed. */
-  complete(): Promise<void>;
-  /** A handler failed: drop the claim, so the service's retry may run the event again. */
-  release(): Promise<void>;
-  /** The run outlived the handler deadline: keep renewing the claim until the returned stop is called. */
-  keep(): () => void;
+  readonly kind: 'claimed';
+  /** The store, or undefined when there is none (every event is claimed, nothing to record). */
+  readonly store: IdempotencyStore | undefined;
+  /** The same store when core may call its synchronous methods (a `MemoryStore` of this copy). */
+  readonly memory: MemoryStore | undefined;
+  readonly id: string;
+  readonly token: string | number;
 }
 
 /** What claiming an event came to: run the handlers, acknowledge a duplicate, or answer an error. */
 export type ClaimOutcome =
-  | { readonly kind: 'claimed'; readonly claim: HeldClaim }
+  | HeldClaim
   | { readonly kind: 'completed' }
   | { readonly kind: 'rejected'; readonly error: WebhookVerificationError };
 
-const NO_STORE: ClaimOutcome = {
-  kind: 'claimed',
-  claim: { complete: async () => {}, release: async () => {}, keep: () => () => {} },
-};
+const NO_STORE: HeldClaim = { kind: 'claimed', store: undefined, memory: undefined, id: '', token: 0 };
 const COMPLETED: ClaimOutcome = { kind: 'completed' };
 
-// Claim tokens: unique across processes (a random prefix) and cheap per request (a counter).
+// Claim tokens: unique across processes (a random prefix) and cheap per request (a counter). A
+// MemoryStore lives in this process only: its tokens are the counter alone, a number (no string).
 let tokenPrefix: string | undefined;
 let tokenCount = 0;
 function nextToken(): string {
   tokenPrefix ??= `${globalThis.crypto.randomUUID()}:`;
   return tokenPrefix + (++tokenCount).toString(36);
 }
+let memoryTokens = 0;
 
 function storeError(message: string, cause?: unknown): WebhookVerificationError {
   return new WebhookVerificationError('STORE_UNAVAILABLE', message, { cause });
@@ -47,32 +52,82 @@ function storeError(message: string, cause?: unknown): WebhookVerificationError 
 /**
  * Claims `eventId` in `store` for one run (with `store === false`, every event is claimed). A
  * store that fails or answers something else is `STORE_UNAVAILABLE`; an event another delivery
- * still runs is `IN_FLIGHT`. A warning the store hands over (`takeWarning`) is reported.
+ * still runs is `IN_FLIGHT`. A warning the store hands over (`takeWarning`) is reported. Answers at
+ * once for a `MemoryStore` (and without a store), with a promise for a store that is asynchronous.
  */
-export async function claimEvent(
-  store: IdempotencyStore | false,
-  eventId: string,
-  report: Report,
-): Promise<ClaimOutcome> {
+export function claimEvent(store: IdempotencyStore | false, eventId: string, report: Report): Maybe<ClaimOutcome> {
   if (!store) return NO_STORE;
-  const token = nextToken();
-  let result: ClaimResult;
-  try {
-    result = await store.claim(eventId, token);
-    if (result !== 'claimed' && result !== 'in-flight' && result !== 'completed') {
-      throw new TypeError(`pixhook: store.claim() answered ${JSON.stringify(result)}, not claimed/in-flight/completed`);
+  const memory = syncMemoryStore(store);
+  if (memory) {
+    const token = ++memoryTokens;
+    let result: ClaimResult;
+    try {
+      result = memory[claimNow](eventId, token);
+    } catch (cause) {
+      return unavailable(cause);
     }
-  } catch (cause) {
-    return {
-      kind: 'rejected',
-      error: storeError(
-        'The idempotency store is unavailable, so the event was not processed; the service will retry it.',
-        cause,
-      ),
-    };
+    return claimOutcome(store, memory, eventId, token, result, report);
   }
-  const warning = store.takeWarning?.();
-  if (warning) report(new WebhookVerificationError('DUPLICATE_WINDOW_SHORTENED', warning.message, { cause: warning }));
+  const token = nextToken();
+  let pending: unknown;
+  try {
+    pending = store.claim(eventId, token);
+  } catch (cause) {
+    return unavailable(cause);
+  }
+  if (!isThenable(pending)) return checkedOutcome(store, eventId, token, pending, report);
+  return Promise.resolve(pending).then(
+    (result) => checkedOutcome(store, eventId, token, result, report),
+    (cause: unknown) => unavailable(cause),
+  );
+}
+
+function unavailable(cause: unknown): ClaimOutcome {
+  return {
+    kind: 'rejected',
+    error: storeError(
+      'The idempotency store is unavailable, so the event was not processed; the service will retry it.',
+      cause,
+    ),
+  };
+}
+
+/** The outcome of what a store's `claim` answered, which may be anything: only the three answers count. */
+function checkedOutcome(
+  store: IdempotencyStore,
+  eventId: string,
+  token: string,
+  result: unknown,
+  report: Report,
+): ClaimOutcome {
+  if (result !== 'claimed' && result !== 'in-flight' && result !== 'completed') {
+    return unavailable(
+      new TypeError(`pixhook: store.claim() answered ${JSON.stringify(result)}, not claimed/in-flight/completed`),
+    );
+  }
+  return claimOutcome(store, undefined, eventId, token, result, report);
+}
+
+function claimOutcome(
+  store: IdempotencyStore,
+  memory: MemoryStore | undefined,
+  id: string,
+  token: string | number,
+  result: ClaimResult,
+  report: Report,
+): ClaimOutcome {
+  if (typeof store.takeWarning === 'function') {
+    let warning: Error | undefined;
+    try {
+      warning = store.takeWarning();
+    } catch (cause) {
+      // The store already granted the claim: run the handlers, and say that the store misbehaved.
+      report(storeError("The store's takeWarning() failed; the claim it granted stands.", cause));
+    }
+    if (warning) {
+      report(new WebhookVerificationError('DUPLICATE_WINDOW_SHORTENED', warning.message, { cause: warning }));
+    }
+  }
   if (result === 'completed') return COMPLETED;
   if (result === 'in-flight') {
     return {
@@ -83,45 +138,72 @@ export async function claimEvent(
       ),
     };
   }
-  return { kind: 'claimed', claim: heldClaim(store, eventId, token, report) };
+  return { kind: 'claimed', store, memory, id, token };
 }
 
-function heldClaim(store: IdempotencyStore, id: string, token: string, report: Report): HeldClaim {
-  return {
-    async complete() {
-      try {
-        await store.complete(id, token);
-      } catch (cause) {
-        // The work is done: answering an error would only make the service send it again.
-        report(
-          storeError(
-            `Handlers for event ${id} succeeded but the store could not record it; a redelivery may run them again.`,
-            cause,
-          ),
-        );
-      }
-    },
-    async release() {
-      try {
-        await store.release(id, token);
-      } catch (cause) {
-        report(
-          storeError(
-            `The store could not release event ${id} after a handler failed; retries may answer 409 until the store takes the release or the claim expires.`,
-            cause,
-          ),
-        );
-      }
-    },
-    keep: () => renewClaim(store, id, token, report),
-  };
+/**
+ * All handlers succeeded: record the event as processed. Never throws or rejects (a failure is
+ * reported, and the answer stays 200: answering an error would only make the service send it
+ * again); undefined when done at once.
+ */
+export function completeClaim(claim: HeldClaim, report: Report): Maybe<void> {
+  const { store, memory, id, token } = claim;
+  if (memory) {
+    try {
+      memory[completeNow](id, token);
+    } catch (cause) {
+      report(storeError(completeFailed(id), cause));
+    }
+    return;
+  }
+  if (store) return settle(() => store.complete(id, token as string), report, completeFailed, id);
+}
+
+/** A handler failed: drop the claim, so the service's retry may run the event again. Never throws or rejects. */
+export function releaseClaim(claim: HeldClaim, report: Report): Maybe<void> {
+  const { store, memory, id, token } = claim;
+  if (memory) {
+    try {
+      memory[releaseNow](id, token);
+    } catch (cause) {
+      report(storeError(releaseFailed(id), cause));
+    }
+    return;
+  }
+  if (store) return settle(() => store.release(id, token as string), report, releaseFailed, id);
+}
+
+/** The run outlived the handler deadline: keep renewing the claim until the returned stop is called. */
+export function keepClaim(claim: HeldClaim, report: Report): () => void {
+  return claim.store ? renewClaim(claim.store, claim.id, claim.token, report) : () => {};
+}
+
+const completeFailed = (id: string) =>
+  `Handlers for event ${id} succeeded but the store could not record it; a redelivery may run them again.`;
+const releaseFailed = (id: string) =>
+  `The store could not release event ${id} after a handler failed; retries may answer 409 until the store takes the release or the claim expires.`;
+
+/** Calls one of an async store's ending methods; a failure is reported, never thrown or rejected. */
+function settle(call: () => unknown, report: Report, message: (id: string) => string, id: string): Maybe<void> {
+  let pending: unknown;
+  try {
+    pending = call();
+  } catch (cause) {
+    report(storeError(message(id), cause));
+    return;
+  }
+  if (!isThenable(pending)) return;
+  return Promise.resolve(pending).then(
+    () => {},
+    (cause: unknown) => report(storeError(message(id), cause)),
+  );
 }
 
 /**
  * Keeps renewing the claim of a run that outlived the handler deadline, so that no retry runs the
  * event beside it; returns the function that stops. Only stores with `extend` can.
  */
-function renewClaim(store: IdempotencyStore, id: string, token: string, report: Report): () => void {
+function renewClaim(store: IdempotencyStore, id: string, token: string | number, report: Report): () => void {
   const extend = store.extend;
   if (typeof extend !== 'function') return () => {};
   const ttl = store.inFlightTtlMs;
@@ -134,7 +216,7 @@ function renewClaim(store: IdempotencyStore, id: string, token: string, report: 
   };
   const interval = setInterval(() => {
     Promise.resolve()
-      .then(() => extend.call(store, id, token))
+      .then(() => extend.call(store, id, token as string))
       .then(
         (kept) => {
           if (kept !== false) return;
