@@ -46,7 +46,12 @@ async function plugin(fastify: FastifyInstance, options: PixhookFastifyOptions):
   // and Koa. The signature decides, not the Content-Type. Encapsulated: the app's other routes
   // keep their parsers. A stream set by a preParsing hook (decompression) is the one read.
   fastify.removeAllContentTypeParsers();
-  fastify.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+  const unread = (_request: FastifyRequest, payload: Readable, done: (error: null, body: Readable) => void) =>
+    done(null, payload);
+  fastify.addContentTypeParser('*', unread);
+  // The same parser under the type the service sends: Fastify caches the lookup of a named type,
+  // while the catch-all parses the Content-Type header again on every request (~0.5 µs).
+  fastify.addContentTypeParser('application/json', unread);
   // Not async: the callback captures only `reply`, so nothing here keeps the body alive.
   const respond = (request: FastifyRequest, reply: FastifyReply, body: BodyReader) =>
     webhooks.handle({ method: request.method, headers: request.headers, body, request }).then((result) => {
