@@ -44,8 +44,27 @@ export function toBytes(data: Uint8Array | string): Uint8Array {
   return typeof data === 'string' ? encoder.encode(data) : data;
 }
 
+/** A secret as `createHmac` takes it: its text, or a key made from it once. */
+export type HmacKey = string | NodeCrypto.KeyObject;
+
+const keysOf = new WeakMap<readonly string[], readonly HmacKey[]>();
+
+/**
+ * The secrets of one `Webhooks` as HMAC keys, made once (`createSecretKey`) and kept with the
+ * secrets' array: `createHmac` then skips encoding the secret on every delivery (~0.2 µs).
+ */
+export function hmacKeys(secrets: readonly string[]): readonly HmacKey[] {
+  let keys = keysOf.get(secrets);
+  if (keys === undefined) {
+    const crypto = getNodeCrypto();
+    keys = crypto ? secrets.map((secret) => crypto.createSecretKey(secret, 'utf8')) : secrets;
+    keysOf.set(secrets, keys);
+  }
+  return keys;
+}
+
 /** HMAC-SHA256 of `t.` followed by the body's bytes, on Node's synchronous crypto. */
-export function hmacSha256(secret: string, t: string, body: Uint8Array): Uint8Array {
+export function hmacSha256(secret: HmacKey, t: string, body: Uint8Array): Uint8Array {
   const crypto = getNodeCrypto();
   if (!crypto) throw nodeCryptoUnavailable();
   return crypto.createHmac('sha256', secret).update(`${t}.`).update(body).digest();
@@ -73,14 +92,16 @@ function hexDigit(code: number): number {
   return code < 128 ? (HEX_VALUE[code] as number) : -1;
 }
 
-/** 32 bytes from 64 ASCII hex digits (either case), or undefined when the text is anything else. */
-export function hexToBytes32(hex: string): Uint8Array | undefined {
+/**
+ * 32 bytes from 64 ASCII hex digits (either case), or undefined when the text is anything else.
+ * Written into `out` when given (a caller's scratch buffer), else into a new array.
+ */
+export function hexToBytes32(hex: string, out: Uint8Array = new Uint8Array(32)): Uint8Array | undefined {
   // One table loop on every runtime. Not Buffer.from(hex, 'hex'): it keeps the low byte of any
   // code unit, so "š" (U+0161) decodes as "a" and a v1 that is not hex could match on Node alone.
   // No regex and no parseInt either: they cost as much as the rest of verify's own work at 1 KiB.
   // The v1 text is the sender's, not a secret, so decoding it need not be constant-time.
   if (hex.length !== 64) return undefined;
-  const out = new Uint8Array(32);
   for (let i = 0; i < 32; i++) {
     const high = hexDigit(hex.charCodeAt(2 * i));
     const low = hexDigit(hex.charCodeAt(2 * i + 1));
