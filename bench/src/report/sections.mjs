@@ -47,12 +47,17 @@ export function httpTable(http) {
 
 export function comparisonTable(http) {
   return {
-    head: ['comparison', 'req/s ratio', 'capacity ratio (server CPU)', 'target', 'result'],
+    head: ['comparison', 'req/s ratio', 'capacity ratio (server CPU)', 'p99 ms (this vs that)', 'target', 'result'],
     rows: http.comparisons.map((c) => [
       c.label,
       ratio(c.ratio),
       c.capacity ? ratio(c.capacity) : '—',
-      c.target === undefined ? '(no target)' : `≥ ${c.target}×`,
+      c.p99 ? `${c.p99.mine} vs ${c.p99.theirs}` : '—',
+      c.target === undefined
+        ? '(no target)'
+        : c.capacity
+          ? `capacity and req/s ≥ ${c.target}×, p99 no higher`
+          : `≥ ${c.target}×`,
       c.target === undefined ? '—' : mark(c.holds),
     ]),
   };
