@@ -3,7 +3,6 @@ import type { ClaimResult, IdempotencyStore } from '@pixhook/core';
 import { type ClientKind, commandSender, type RedisClientLike, type SendCommand } from './client.js';
 import { type RedisStoreOptions, type ResolvedRedisStoreOptions, resolveOptions } from './options.js';
 import { PendingWrites, type Write } from './pending-writes.js';
-import { withScriptCache } from './script-cache.js';
 import { CLAIM, COMPLETE, COMPLETED, EXTEND, RELEASE } from './scripts.js';
 import { withTimeout } from './timeout.js';
 
@@ -57,7 +56,7 @@ export class RedisStore implements IdempotencyStore {
   constructor(client: RedisClientLike, options: RedisStoreOptions = {}) {
     const { kind, send } = commandSender(client);
     this.clientKind = kind;
-    this.#send = withScriptCache(send);
+    this.#send = send;
     this.#options = resolveOptions(options);
     this.inFlightTtlMs = this.#options.inFlightTtlMs;
     this.#pending = new PendingWrites({

@@ -119,40 +119,6 @@ describeWithRedis('RedisStore on a real redis-server', () => {
     await server?.close();
   });
 
-  for (const index of [0, 3]) {
-    it(`runs its scripts by SHA (EVALSHA), and falls back to EVAL after SCRIPT FLUSH (${CLIENTS[index]!.name})`, async () => {
-      const prefix = uniquePrefix('evalsha');
-      const store = new RedisStore(await connect(index), { prefix });
-      const calls = async (command: 'eval' | 'evalsha') => {
-        const stats = await admin.info('commandstats');
-        return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
-      };
-      const first = newId();
-      const token = newToken();
-      expect(await store.claim(first, token)).toBe('claimed');
-      await store.complete(first, token);
-      expect(await admin.get(prefix + first)).toBe('completed');
-
-      // The scripts are known now: the next delivery sends only their SHAs.
-      const [evalBefore, shaBefore] = [await calls('eval'), await calls('evalsha')];
-      const second = newId();
-      expect(await store.claim(second, token)).toBe('claimed');
-      await store.complete(second, token);
-      expect(await calls('eval')).toBe(evalBefore);
-      expect(await calls('evalsha')).toBe(shaBefore + 2);
-
-      // Redis forgets them (a restart, a failover): NOSCRIPT, then the same command as EVAL.
-      await admin.script('FLUSH');
-      const third = newId();
-      expect(await store.claim(third, token)).toBe('claimed');
-      expect(await store.claim(third, newToken())).toBe('in-flight');
-      await store.complete(third, token);
-      expect(await admin.get(prefix + third)).toBe('completed');
-      expect(await store.claim(third, newToken())).toBe('completed');
-      expect(await calls('eval')).toBe(evalBefore + 2);
-    });
-  }
-
   it('keeps one key per event, prefix + id, holding the claim token with the in-flight TTL, then completed', async () => {
     const prefix = uniquePrefix('keys');
     const store = new RedisStore(await connect(0), { prefix, inFlightTtlMs: 30_000 });
