@@ -141,62 +141,55 @@ function claimOutcome(
   return { kind: 'claimed', store, memory, id, token };
 }
 
-/**
- * All handlers succeeded: record the event as processed. Never throws or rejects (a failure is
- * reported, and the answer stays 200: answering an error would only make the service send it
- * again); undefined when done at once.
- */
-export function completeClaim(claim: HeldClaim, report: Report): Maybe<void> {
-  const { store, memory, id, token } = claim;
-  if (memory) {
-    try {
-      memory[completeNow](id, token);
-    } catch (cause) {
-      report(storeError(completeFailed(id), cause));
-    }
-    return;
-  }
-  if (store) return settle(() => store.complete(id, token as string), report, completeFailed, id);
-}
-
-/** A handler failed: drop the claim, so the service's retry may run the event again. Never throws or rejects. */
-export function releaseClaim(claim: HeldClaim, report: Report): Maybe<void> {
-  const { store, memory, id, token } = claim;
-  if (memory) {
-    try {
-      memory[releaseNow](id, token);
-    } catch (cause) {
-      report(storeError(releaseFailed(id), cause));
-    }
-    return;
-  }
-  if (store) return settle(() => store.release(id, token as string), report, releaseFailed, id);
-}
-
-/** The run outlived the handler deadline: keep renewing the claim until the returned stop is called. */
-export function keepClaim(claim: HeldClaim, report: Report): () => void {
-  return claim.store ? renewClaim(claim.store, claim.id, claim.token, report) : () => {};
-}
-
 const completeFailed = (id: string) =>
   `Handlers for event ${id} succeeded but the store could not record it; a redelivery may run them again.`;
 const releaseFailed = (id: string) =>
   `The store could not release event ${id} after a handler failed; retries may answer 409 until the store takes the release or the claim expires.`;
 
-/** Calls one of an async store's ending methods; a failure is reported, never thrown or rejected. */
-function settle(call: () => unknown, report: Report, message: (id: string) => string, id: string): Maybe<void> {
+/** The two ways a claim ends: the MemoryStore method core calls directly, and the failure's message. */
+const ENDINGS = {
+  complete: { now: completeNow, failed: completeFailed },
+  release: { now: releaseNow, failed: releaseFailed },
+} as const;
+
+/**
+ * Ends a claim with the store's `complete` or `release` (a MemoryStore's at once). Never throws or
+ * rejects: a failure is reported; undefined when done at once.
+ */
+function endClaim(claim: HeldClaim, report: Report, ending: keyof typeof ENDINGS): Maybe<void> {
+  const { store, memory, id, token } = claim;
+  if (!store) return;
+  const { now, failed } = ENDINGS[ending];
   let pending: unknown;
   try {
-    pending = call();
+    pending = memory ? memory[now](id, token) : store[ending](id, token as string);
   } catch (cause) {
-    report(storeError(message(id), cause));
+    report(storeError(failed(id), cause));
     return;
   }
   if (!isThenable(pending)) return;
   return Promise.resolve(pending).then(
     () => {},
-    (cause: unknown) => report(storeError(message(id), cause)),
+    (cause: unknown) => report(storeError(failed(id), cause)),
   );
+}
+
+/**
+ * All handlers succeeded: record the event as processed. A failure is reported and the answer stays
+ * 200 (answering an error would only make the service send it again).
+ */
+export function completeClaim(claim: HeldClaim, report: Report): Maybe<void> {
+  return endClaim(claim, report, 'complete');
+}
+
+/** A handler failed: drop the claim, so the service's retry may run the event again. */
+export function releaseClaim(claim: HeldClaim, report: Report): Maybe<void> {
+  return endClaim(claim, report, 'release');
+}
+
+/** The run outlived the handler deadline: keep renewing the claim until the returned stop is called. */
+export function keepClaim(claim: HeldClaim, report: Report): () => void {
+  return claim.store ? renewClaim(claim.store, claim.id, claim.token, report) : () => {};
 }
 
 /**
