@@ -14,6 +14,11 @@ export function ok(duplicate: boolean): WebhookResponse {
   };
 }
 
+/** 202 for a delivery written to the queue (queued mode): its handlers run later, on a worker. */
+export function accepted(): WebhookResponse {
+  return { status: 202, headers: { 'content-type': JSON_TYPE }, body: '{"received":true,"queued":true}' };
+}
+
 /** The error's status and JSON body; `Allow: POST` with a 405. */
 export function answer(error: WebhookVerificationError): WebhookResponse {
   const headers: Record<string, string> = { 'content-type': JSON_TYPE };

@@ -1,5 +1,6 @@
 import type { WebhookVerificationError } from './errors.js';
 import type { AnyEvent } from './events.js';
+import type { QueuedRun } from './queue.js';
 
 /** What a handler receives besides the event. */
 export interface HandlerContext<TRequest = unknown> {
@@ -7,8 +8,13 @@ export interface HandlerContext<TRequest = unknown> {
   deliveryId: string;
   /** The signature's `t`, in Unix seconds. */
   timestamp: number;
-  /** What the adapter passed: Express `req`, Fastify `request`, Koa `ctx`, the fetch `Request`. */
+  /**
+   * What the adapter passed: Express `req`, Fastify `request`, Koa `ctx`, the fetch `Request`.
+   * `undefined` in a queue worker (`job` is set there): the request was answered long ago.
+   */
   request: TRequest;
+  /** Set when a queue worker runs the handlers (queued mode): which job, which attempt. */
+  job?: QueuedRun;
 }
 
 /** What an `onError` listener receives besides the error; fields are set when known. */
@@ -23,6 +29,8 @@ export interface ErrorContext<TRequest = unknown> {
   timestamp?: number;
   /** The verified event, for handler and store failures. */
   event?: AnyEvent;
+  /** The queue job, for failures in a queue worker. */
+  job?: QueuedRun;
 }
 
 /** A handler for one or more event types; may be async. Throwing or rejecting answers 500. */

@@ -17,9 +17,16 @@ export const ERROR_STATUS = {
   RAW_BODY_UNAVAILABLE: 500,
   STORE_UNAVAILABLE: 503,
   HANDLER_TIMEOUT: 503,
+  /** Queued mode: the queue did not confirm the write in time, or failed; nothing was acknowledged. */
+  QUEUE_UNAVAILABLE: 503,
   INTERNAL_ERROR: 500,
   /** Never an answer: told to `onError` only, when the store forgot ids before their TTL. */
   DUPLICATE_WINDOW_SHORTENED: 200,
+  /**
+   * Never an answer: told to `onError` only, when a queue worker lost a job it was running (the
+   * process died, or blocked its event loop past the job's lock) and the job runs again or fails.
+   */
+  JOB_STALLED: 500,
 } as const;
 
 /** A pixhook error code, e.g. `'SIGNATURE_MISMATCH'`. */

@@ -23,6 +23,13 @@ export type { HeadersInput } from './headers.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
 export { assertKnownOptions, describeType } from './option-checks.js';
 export type { WebhooksOptions } from './options.js';
+export {
+  isQueuedDelivery,
+  isWebhookQueue,
+  type QueuedDelivery,
+  type QueuedRun,
+  type WebhookQueue,
+} from './queue.js';
 export { sign } from './sign.js';
 export { type ParsedSignatureHeader, parseSignatureHeader } from './signature-header.js';
 export {

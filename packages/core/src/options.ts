@@ -1,5 +1,6 @@
 import { MemoryStore } from './memory-store.js';
 import { assertKnownOptions, describeType } from './option-checks.js';
+import { isWebhookQueue, type WebhookQueue } from './queue.js';
 import { type IdempotencyStore, isIdempotencyStore } from './store.js';
 
 /** Options of `new Webhooks(…)`, checked once when the object is built. */
@@ -29,6 +30,14 @@ export interface WebhooksOptions {
    */
   store?: IdempotencyStore | false;
   /**
+   * Queued mode: a verified delivery is written to this queue and answered 202 once the engine has
+   * confirmed the write; the engine's workers run the handlers later, with retries and dead letters
+   * (`new BullMQQueue(…)` from `@pixhook/bullmq`). The queue de-duplicates on the event id, so
+   * `store` is not used and may not be given with it. Unset: handlers run in the request.
+   * @default undefined
+   */
+  queue?: WebhookQueue;
+  /**
    * Milliseconds the whole body may take to arrive once pixhook starts reading it; past it pixhook
    * answers 408 `BODY_TIMEOUT` and closes the connection, so a client trickling a body cannot hold
    * the server. The service sends whole bodies at once. `false` turns the deadline off.
@@ -40,7 +49,8 @@ export interface WebhooksOptions {
    * (the service gives up after 10 s and retries). The handlers keep running; their claim is kept
    * (and renewed where the store can) until they end, so a retry meanwhile answers 409 and the event
    * never runs twice at once; `onError` is told of the timeout and of how the run ended. `false`
-   * turns the deadline off.
+   * turns the deadline off. In queued mode it bounds the write to the queue instead: past it pixhook
+   * answers 503 `QUEUE_UNAVAILABLE`.
    * @default 8_000
    */
   handlerTimeoutMs?: number | false;
@@ -57,6 +67,8 @@ export interface ResolvedOptions {
   tolerance: number | false;
   maxBodyBytes: number;
   store: IdempotencyStore | false;
+  /** undefined: handlers run in the request. */
+  queue: WebhookQueue | undefined;
   /** undefined: no deadline. */
   bodyTimeoutMs: number | undefined;
   /** undefined: no deadline. */
@@ -69,6 +81,7 @@ const OPTION_NAMES = [
   'tolerance',
   'maxBodyBytes',
   'store',
+  'queue',
   'bodyTimeoutMs',
   'handlerTimeoutMs',
   'now',
@@ -131,11 +144,26 @@ export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
     );
   }
 
-  const store = options.store === undefined ? new MemoryStore() : options.store;
+  // Queued mode needs no store: do not build a MemoryStore that is never asked.
+  const store = options.store === undefined ? (options.queue === undefined ? new MemoryStore() : false) : options.store;
   if (store !== false && !isIdempotencyStore(store)) {
     throw new TypeError(
       `pixhook: store must implement claim(), complete() and release() (an IdempotencyStore), or be false; got ${describeType(store)}.`,
     );
+  }
+
+  const queue = options.queue;
+  if (queue !== undefined) {
+    if (!isWebhookQueue(queue)) {
+      throw new TypeError(
+        `pixhook: queue must have an enqueue() method (a WebhookQueue such as @pixhook/bullmq's BullMQQueue); got ${describeType(queue)}.`,
+      );
+    }
+    if (options.store !== undefined && options.store !== false) {
+      throw new TypeError(
+        'pixhook: give either store or queue, not both: in queued mode the queue de-duplicates on the event id, and the store would never be asked.',
+      );
+    }
   }
 
   const now = options.now === undefined ? Date.now : options.now;
@@ -145,5 +173,14 @@ export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
   const bodyTimeoutMs = deadline(options.bodyTimeoutMs, 5_000, 'bodyTimeoutMs');
   const handlerTimeoutMs = deadline(options.handlerTimeoutMs, 8_000, 'handlerTimeoutMs');
 
-  return { secrets: list as string[], tolerance, maxBodyBytes, store, bodyTimeoutMs, handlerTimeoutMs, now };
+  return {
+    secrets: list as string[],
+    tolerance,
+    maxBodyBytes,
+    store,
+    queue,
+    bodyTimeoutMs,
+    handlerTimeoutMs,
+    now,
+  };
 }

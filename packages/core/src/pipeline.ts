@@ -6,6 +6,7 @@ import type { HandleInput, WebhookResponse } from './handle-input.js';
 import { getHeader, HEADER, type HeadersInput } from './headers.js';
 import { isThenable, type Maybe } from './maybe.js';
 import type { ResolvedOptions } from './options.js';
+import { enqueueAndAnswer } from './queue.js';
 import { runOnce } from './run-once.js';
 import type { VerifiedDelivery } from './verify.js';
 
@@ -114,6 +115,10 @@ function unverifiedDeliveryId(headers: HeadersInput): string | undefined {
 
 /** Runs a verified delivery's handlers once (store and deadline included) and answers how that went. */
 function runAndAnswer(host: PipelineHost, delivery: VerifiedDelivery, request: unknown): Maybe<WebhookResponse> {
+  const queue = host.options.queue;
+  // Queued mode: every verified event is queued, handlers or not here (a receiver often has none:
+  // they are registered in the workers).
+  if (queue !== undefined) return enqueueAndAnswer(host, queue, delivery, request);
   const { event, deliveryId, timestamp } = delivery;
   const handlers = host.handlersFor(event.type);
   // Nothing to run: acknowledge without a round trip to the store.

@@ -13,6 +13,7 @@ import type { HandleInput, WebhookResponse } from './handle-input.js';
 import type { HeadersInput } from './headers.js';
 import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './options.js';
 import { type PipelineHost, runPipeline } from './pipeline.js';
+import { processQueued, type QueuedDelivery, type QueuedRun } from './queue.js';
 import { verifyDelivery, verifyDeliveryAnywhere } from './verify.js';
 
 export type { ErrorContext, ErrorHandler, EventHandler, HandlerContext } from './context.js';
@@ -50,9 +51,10 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
 
   /** What `console.log(webhooks)` shows: the settings, never the secrets. */
   [Symbol.for('nodejs.util.inspect.custom')](): string {
-    const { secrets, tolerance, maxBodyBytes, store } = this.#options;
+    const { secrets, tolerance, maxBodyBytes, store, queue } = this.#options;
     const storeName = store === false ? 'false' : (store.constructor?.name ?? 'custom');
-    return `Webhooks { secrets: ${secrets.length} (hidden), tolerance: ${tolerance}, maxBodyBytes: ${maxBodyBytes}, store: ${storeName} }`;
+    const queued = queue === undefined ? '' : `, queue: ${queue.constructor?.name ?? 'custom'}`;
+    return `Webhooks { secrets: ${secrets.length} (hidden), tolerance: ${tolerance}, maxBodyBytes: ${maxBodyBytes}, store: ${storeName}${queued} }`;
   }
 
   /** Largest body accepted, in bytes (the `maxBodyBytes` option). */
@@ -154,6 +156,27 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
     return runPipeline(this.#host, input as HandleInput);
   }
 
+  /**
+   * Queued mode, for queue engines: runs the handlers registered for a queued delivery's event type
+   * one after another, with `context.job` set (attempt number, job id) and `context.request`
+   * undefined. Resolves when all succeeded; rejects with the first handler's own error, after
+   * telling `onError` (`HANDLER_FAILED`). `@pixhook/bullmq`'s workers call it for each job.
+   *
+   * @example
+   * await webhooks.process(job.data, { engine: 'my-queue', jobId: job.id, attempt: 1, maxAttempts: 5, queuedAt: job.createdAt })
+   */
+  process(delivery: QueuedDelivery, job: QueuedRun): Promise<void> {
+    return processQueued(this.#host, delivery, job);
+  }
+
+  /**
+   * Tells every `onError` listener of `error` (with none, logs failures of status 500 and above):
+   * for queue engines, which report their own failures (a lost job, a broken connection) here.
+   */
+  reportError(error: WebhookVerificationError, context: ErrorContext<TRequest | undefined>): void {
+    this.#reportError(error, context as ErrorContext<TRequest>);
+  }
+
   /** Tells every `onError` listener (a listener that throws is ignored); with none, logs failures. */
   #reportError(error: WebhookVerificationError, context: ErrorContext<TRequest>): void {
     if (this.#errorHandlers.length === 0) {
@@ -192,6 +215,7 @@ function logUnheard(error: WebhookVerificationError, context: ErrorContext): voi
   const where = [
     context.event && `${context.event.type} ${context.event.id}`,
     context.deliveryId && `delivery ${context.deliveryId}`,
+    context.job && `job ${context.job.jobId}, attempt ${context.job.attempt} of ${context.job.maxAttempts}`,
   ]
     .filter(Boolean)
     .join(', ');

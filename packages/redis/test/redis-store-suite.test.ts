@@ -4,7 +4,7 @@ import { RedisStore } from '@pixhook/redis';
 import { describeStoreSuite } from '@pixhook/test-helpers/store-suite';
 import { afterAll, beforeAll } from 'vitest';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from './helpers/redis-server.js';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 describeWithRedis('RedisStore against a real redis-server', () => {
   let server: RedisServer;

@@ -6,7 +6,7 @@ import { Redis as IoRedis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from './helpers/redis-server.js';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 const SECRET = 'whsec_redis_store_7a6b5c';
 /** The service's whole retry schedule: 1 min + 5 min + 30 min + 2 h + 6 h + 24 h. */

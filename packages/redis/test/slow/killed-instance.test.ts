@@ -12,7 +12,7 @@ import type { TestResponse } from '@pixhook/test-helpers/adapters';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniquePrefix } from '../helpers/clients.js';
 import { type Fleet, SECRET, startFleet } from '../helpers/instances.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 const IN_FLIGHT_TTL_MS = 1_500;
 const INSTANCE = fileURLToPath(new URL('./fixtures/instance.mjs', import.meta.url));

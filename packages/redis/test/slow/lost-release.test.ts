@@ -19,7 +19,7 @@ import { createClient as createClient4 } from 'redis4';
 import { createClient as createClient6 } from 'redis6';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniquePrefix } from '../helpers/clients.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { type ReplyCutter, startReplyCutter } from '../helpers/reply-cutter.js';
 
 const SECRET = 'whsec_redis_lost_release_1b2c3d';

@@ -8,7 +8,7 @@ import type { TestResponse } from '@pixhook/test-helpers/adapters';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniquePrefix } from '../helpers/clients.js';
 import { type Fleet, pool, SECRET, startFleet } from '../helpers/instances.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 const UNIQUE_EVENTS = 400;
 const DUPLICATES = 100;

@@ -29,9 +29,11 @@ if (redisUnavailable) {
   const hint =
     'install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) or set REDIS_SERVER=/path/to/redis-server';
   if (process.env.CI === 'true' || process.env.CI === '1') {
-    throw new Error(`@pixhook/redis tests need a real redis-server and CI is set: ${redisUnavailable}; ${hint}.`);
+    throw new Error(
+      `The Redis tests (@pixhook/redis, @pixhook/bullmq) need a real redis-server and CI is set: ${redisUnavailable}; ${hint}.`,
+    );
   }
-  console.warn(`\n[@pixhook/redis] SKIPPING the Redis test suites: ${redisUnavailable}. To run them, ${hint}.\n`);
+  console.warn(`\n[pixhook] SKIPPING the Redis test suites: ${redisUnavailable}. To run them, ${hint}.\n`);
 }
 
 /** `describe`, or `describe.skip` when no redis-server can run here (never under CI: that throws). */

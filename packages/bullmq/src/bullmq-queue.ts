@@ -1,0 +1,252 @@
+import { isQueuedDelivery, type QueuedDelivery, type WebhookQueue } from '@pixhook/core';
+import { type ConnectionOptions, type Job, Queue } from 'bullmq';
+import { jobIdFor } from './job-id.js';
+import {
+  type BullMQQueueOptions,
+  type ResolvedQueueOptions,
+  resolveQueueOptions,
+  resolveWorkerOptions,
+  type WorkerOptions,
+} from './options.js';
+import { type ProcessingWebhooks, type QueueWorker, startWorker } from './worker.js';
+
+/** An event whose job ran out of attempts (or was lost too often), kept until retried or discarded. */
+export interface DeadLetter {
+  /** The BullMQ job id: the event id, or `sha256-…` of an odd one. */
+  readonly jobId: string;
+  /** The queued delivery: the verified event, its delivery id and signature timestamp; undefined for a job that held none. */
+  readonly delivery: QueuedDelivery | undefined;
+  /** Runs that failed. */
+  readonly attemptsMade: number;
+  /** When the delivery was queued, in ms since the epoch. */
+  readonly queuedAt: number;
+  /** When the last run failed, in ms since the epoch. */
+  readonly failedAt: number | undefined;
+  /** The last error's message. */
+  readonly error: string;
+  /** The last error's stack, when the handler's error had one. */
+  readonly stack: string | undefined;
+}
+
+/** Which dead letters to list. */
+export interface ListOptions {
+  /** Dead letters to skip, newest first. @default 0 */
+  offset?: number;
+  /** Most dead letters to return. @default 100 */
+  limit?: number;
+}
+
+function isRedisInstance(connection: ConnectionOptions): boolean {
+  const client = connection as Record<string, unknown>;
+  return ['connect', 'disconnect', 'duplicate'].every((name) => typeof client[name] === 'function');
+}
+
+function timeout(ms: number): { promise: Promise<never>; clear: () => void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const promise = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`Redis did not confirm the job within enqueueTimeoutMs (${ms} ms).`)),
+      ms,
+    );
+  });
+  return { promise, clear: () => clearTimeout(timer) };
+}
+
+function deadLetterOf(job: Job): DeadLetter {
+  const data: unknown = job.data;
+  return {
+    jobId: String(job.id),
+    delivery: isQueuedDelivery(data) ? data : undefined,
+    attemptsMade: job.attemptsMade,
+    queuedAt: job.timestamp,
+    failedAt: job.finishedOn,
+    error: job.failedReason ?? '',
+    stack: job.stacktrace?.at(-1) ?? undefined,
+  };
+}
+
+/**
+ * Queued processing on BullMQ (Redis): give it to `new Webhooks({ queue })` and every adapter
+ * answers a verified delivery 202 once Redis has stored it, keyed on the event id; start workers
+ * with `queue.startWorker(webhooks)` in this process or others. Failed runs are retried with
+ * backoff; an event out of attempts is kept as a dead letter, to list, retry or discard here or
+ * with `pixhook dead-letters`.
+ *
+ * @example
+ * const queue = new BullMQQueue({ connection: { url: process.env.REDIS_URL } })
+ * const webhooks = new Webhooks({ secret: process.env.SIGNING_SECRET, queue })
+ * webhooks.on('image.created', async (event, { job }) => makeThumbnails(event.data.object))
+ * app.post('/webhooks', webhookMiddleware(webhooks))
+ * const worker = queue.startWorker(webhooks, { concurrency: 4 })
+ */
+export class BullMQQueue implements WebhookQueue {
+  readonly #options: ResolvedQueueOptions;
+  readonly #queue: Queue;
+  readonly #workers = new Set<QueueWorker>();
+
+  constructor(options: BullMQQueueOptions) {
+    this.#options = resolveQueueOptions(options);
+    const { connection, name, prefix, attempts, backoff, keepCompletedMs } = this.#options;
+    this.#queue = new Queue(name, {
+      // Without an offline queue a write fails at once while Redis is down (503, the service
+      // retries) instead of waiting in memory for a reconnection that may come too late.
+      connection: isRedisInstance(connection) ? connection : { enableOfflineQueue: false, ...connection },
+      prefix,
+      defaultJobOptions: {
+        attempts,
+        backoff,
+        removeOnComplete: { age: Math.ceil(keepCompletedMs / 1000) },
+        removeOnFail: false,
+      },
+    });
+    // Connection errors reach the writes that fail (503, told to onError); unheard, the 'error'
+    // event would crash the process.
+    this.#queue.on('error', () => {});
+  }
+
+  /** What `console.log(queue)` shows; never the connection (it may hold a password). */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    const { name, prefix, attempts } = this.#options;
+    return `BullMQQueue { name: ${name}, prefix: ${prefix}, attempts: ${attempts}, workers: ${this.#workers.size} }`;
+  }
+
+  /** The BullMQ `Queue` underneath, for its events, metrics and dashboards. */
+  get bullQueue(): Queue {
+    return this.#queue;
+  }
+
+  /**
+   * Writes a verified delivery as a job whose id is the event's, and resolves once Redis has
+   * confirmed it. A job of that id already there (waiting, running, done within
+   * `keepCompletedMs`, or a dead letter) means nothing is added. Rejects past `enqueueTimeoutMs`.
+   * `webhooks.handle()` calls it; you do not need to.
+   */
+  async enqueue(delivery: QueuedDelivery): Promise<void> {
+    const limit = timeout(this.#options.enqueueTimeoutMs);
+    try {
+      await Promise.race([
+        this.#queue.add(delivery.event.type, delivery, { jobId: jobIdFor(delivery.event.id) }),
+        limit.promise,
+      ]);
+    } finally {
+      limit.clear();
+    }
+  }
+
+  /**
+   * Starts a worker that runs `webhooks`' handlers (registered with `on` / `onAny`) for each job,
+   * here or in another process with the same queue options. Call `close()` on it at shutdown.
+   * @example
+   * const worker = queue.startWorker(webhooks, { concurrency: 8 })
+   * process.on('SIGTERM', () => worker.close())
+   */
+  startWorker(webhooks: ProcessingWebhooks, options?: WorkerOptions): QueueWorker {
+    if (typeof webhooks?.process !== 'function' || typeof webhooks.reportError !== 'function') {
+      throw new TypeError('pixhook: queue.startWorker(webhooks) needs the Webhooks whose handlers the worker runs.');
+    }
+    const resolved = resolveWorkerOptions(options);
+    const worker = startWorker(webhooks, this.#options, resolved, resolved.connection ?? this.#options.connection);
+    this.#workers.add(worker);
+    const close = worker.close;
+    return Object.assign(worker, {
+      close: () =>
+        close().finally(() => {
+          this.#workers.delete(worker);
+        }),
+    });
+  }
+
+  /** Dead letters, newest first. */
+  async listDeadLetters(options: ListOptions = {}): Promise<DeadLetter[]> {
+    const offset = options.offset ?? 0;
+    const limit = options.limit ?? 100;
+    if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(limit) || limit < 1) {
+      throw new TypeError(
+        'pixhook: listDeadLetters({ offset, limit }): offset must be ≥ 0 and limit ≥ 1, whole numbers.',
+      );
+    }
+    const jobs = await this.#queue.getFailed(offset, offset + limit - 1);
+    return jobs.filter((job): job is Job => job !== undefined && job !== null).map(deadLetterOf);
+  }
+
+  /** How many dead letters there are. */
+  countDeadLetters(): Promise<number> {
+    return this.#queue.getFailedCount();
+  }
+
+  /** One dead letter, by job id or event id; undefined when there is no such dead letter. */
+  async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
+    const job = await this.#failedJob(id);
+    return job && deadLetterOf(job);
+  }
+
+  /**
+   * Runs a dead letter again, with all its attempts and backoff anew. Resolves `false` when there is
+   * no such dead letter.
+   */
+  async retryDeadLetter(id: string): Promise<boolean> {
+    const job = await this.#failedJob(id);
+    if (!job) return false;
+    await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    return true;
+  }
+
+  /**
+   * Deletes a dead letter for good: the event is never run, and a later delivery of its id would
+   * be queued anew. Resolves `false` when there is no such dead letter.
+   */
+  async discardDeadLetter(id: string): Promise<boolean> {
+    const job = await this.#failedJob(id);
+    if (!job) return false;
+    await job.remove();
+    return true;
+  }
+
+  /** Runs every dead letter again; resolves how many. */
+  async retryAllDeadLetters(): Promise<number> {
+    return this.#eachDeadLetter((job) => job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }));
+  }
+
+  /** Deletes every dead letter; resolves how many. */
+  async discardAllDeadLetters(): Promise<number> {
+    return this.#eachDeadLetter((job) => job.remove());
+  }
+
+  /** Closes the workers started here and the queue's connection. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#workers].map((worker) => worker.close()));
+    await this.#queue.close();
+  }
+
+  async #failedJob(id: string): Promise<Job | undefined> {
+    if (typeof id !== 'string' || id === '') {
+      throw new TypeError('pixhook: a dead letter is named by its job id or event id, a non-empty string.');
+    }
+    for (const jobId of new Set([id, jobIdFor(id)])) {
+      if (jobId.includes(':')) continue;
+      const job = await this.#queue.getJob(jobId);
+      if (job && (await job.isFailed())) return job;
+    }
+    return undefined;
+  }
+
+  /** Applies `act` to every dead letter, a page at a time (each leaves the failed set). */
+  async #eachDeadLetter(act: (job: Job) => Promise<unknown>): Promise<number> {
+    let done = 0;
+    for (;;) {
+      const page = (await this.#queue.getFailed(0, 99)).filter((job): job is Job => Boolean(job));
+      if (page.length === 0) return done;
+      let moved = 0;
+      for (const job of page) {
+        try {
+          await act(job);
+          moved++;
+        } catch {
+          // Gone or moved meanwhile (another operator, a worker): nothing left to do for it.
+        }
+      }
+      done += moved;
+      if (moved === 0) return done;
+    }
+  }
+}

@@ -1,0 +1,158 @@
+import {
+  type ErrorContext,
+  isQueuedDelivery,
+  type QueuedDelivery,
+  type QueuedRun,
+  WebhookVerificationError,
+} from '@pixhook/core';
+import { type ConnectionOptions, type Job, UnrecoverableError, Worker } from 'bullmq';
+import type { ResolvedQueueOptions, ResolvedWorkerOptions } from './options.js';
+
+/**
+ * What a worker needs from a `Webhooks`: `process()` runs the handlers of a queued delivery,
+ * `reportError()` tells `onError`. Structural, so a `Webhooks` from another copy of
+ * `@pixhook/core` fits too.
+ */
+export interface ProcessingWebhooks {
+  process(delivery: QueuedDelivery, job: QueuedRun): Promise<void>;
+  reportError(error: WebhookVerificationError, context: ErrorContext<undefined>): void;
+}
+
+/** A running worker: `close()` it on shutdown. */
+export interface QueueWorker {
+  /** Handlers (jobs) running on this worker now. */
+  readonly running: number;
+  /**
+   * Stops taking jobs and waits for the running ones, up to `shutdownTimeoutMs`; then lets go of
+   * the rest (they run again on another worker once their lock expires). Resolves `true` when every
+   * running job finished. Safe to call more than once.
+   */
+  close(): Promise<boolean>;
+  /** The BullMQ `Worker` underneath, for its events and metrics. */
+  readonly bullWorker: Worker;
+}
+
+/** Connection errors repeat on every reconnection attempt: tell `onError` at most this often. */
+const ERROR_REPORT_INTERVAL_MS = 10_000;
+
+function asError(cause: unknown): Error {
+  if (cause instanceof Error) return cause;
+  return new Error(`A handler threw ${cause === null ? 'null' : typeof cause} instead of an Error.`);
+}
+
+/** Starts a BullMQ worker that runs `webhooks`' handlers for each job of the queue. */
+export function startWorker(
+  webhooks: ProcessingWebhooks,
+  queue: ResolvedQueueOptions,
+  options: ResolvedWorkerOptions,
+  connection: ConnectionOptions,
+): QueueWorker {
+  let running = 0;
+  // Errors thrown by the handlers were told to onError by process(); the rest are told here.
+  const fromHandlers = new WeakSet<Error>();
+  const report = (error: WebhookVerificationError, context: ErrorContext<undefined> = { request: undefined }) => {
+    try {
+      webhooks.reportError(error, context);
+    } catch {
+      // A broken logger must not stop the worker.
+    }
+  };
+
+  const processor = async (job: Job) => {
+    const delivery: unknown = job.data;
+    if (!isQueuedDelivery(delivery)) {
+      const error = new UnrecoverableError(
+        'pixhook: this job does not hold a pixhook delivery (was it added by something else?); it was failed without running handlers.',
+      );
+      fromHandlers.add(error);
+      report(new WebhookVerificationError('INTERNAL_ERROR', error.message.replace(/^pixhook: /, '')));
+      throw error;
+    }
+    running++;
+    try {
+      await webhooks.process(delivery, {
+        engine: 'bullmq',
+        jobId: String(job.id),
+        attempt: job.attemptsMade + 1,
+        maxAttempts: job.opts.attempts ?? 1,
+        queuedAt: job.timestamp,
+      });
+    } catch (cause) {
+      const error = asError(cause);
+      fromHandlers.add(error);
+      throw error;
+    } finally {
+      running--;
+    }
+  };
+
+  const bullWorker = new Worker(queue.name, processor, {
+    connection,
+    prefix: queue.prefix,
+    concurrency: options.concurrency,
+    lockDuration: options.lockDurationMs,
+    stalledInterval: options.stalledIntervalMs,
+    maxStalledCount: options.maxStalledCount,
+  });
+
+  let lastErrorReport = Number.NEGATIVE_INFINITY;
+  bullWorker.on('error', (cause) => {
+    const now = Date.now();
+    if (now - lastErrorReport < ERROR_REPORT_INTERVAL_MS) return;
+    lastErrorReport = now;
+    report(
+      new WebhookVerificationError(
+        'QUEUE_UNAVAILABLE',
+        'The queue worker lost Redis or a Redis command failed; it reconnects and goes on (further errors within 10 s are not repeated).',
+        { cause },
+      ),
+    );
+  });
+  bullWorker.on('stalled', (jobId) => {
+    report(
+      new WebhookVerificationError(
+        'JOB_STALLED',
+        `Job ${jobId} was lost by the worker running it (the process stopped, or blocked its event loop past lockDurationMs); it runs again, or becomes a dead letter after maxStalledCount losses.`,
+      ),
+    );
+  });
+  bullWorker.on('failed', (job, cause) => {
+    if (fromHandlers.has(cause)) return;
+    report(
+      new WebhookVerificationError(
+        'JOB_STALLED',
+        `Job ${job?.id ?? '(unknown)'} failed outside its handlers; it is kept as a dead letter to retry or discard.`,
+        { cause },
+      ),
+    );
+  });
+
+  let closing: Promise<boolean> | undefined;
+  return {
+    get running() {
+      return running;
+    },
+    bullWorker,
+    close() {
+      closing ??= (async () => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const finished = await Promise.race([
+          bullWorker.close().then(
+            () => true,
+            () => true,
+          ),
+          new Promise<boolean>((resolve) => {
+            timer = setTimeout(() => resolve(false), options.shutdownTimeoutMs);
+          }),
+        ]);
+        clearTimeout(timer);
+        if (!finished) {
+          // Stop renewing the locks of the handlers still running: their jobs run again elsewhere.
+          await Promise.resolve(bullWorker.disconnect()).catch(() => {});
+        }
+        return finished;
+      })();
+      return closing;
+    },
+  };
+}

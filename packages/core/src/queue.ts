@@ -1,0 +1,174 @@
+import { accepted, answer } from './answer.js';
+import type { AnyHandler, ErrorContext, HandlerContext } from './context.js';
+import { cancelDeadline, setDeadline } from './deadlines.js';
+import { WebhookVerificationError } from './errors.js';
+import type { AnyEvent } from './events.js';
+import type { WebhookResponse } from './handle-input.js';
+
+/**
+ * A verified delivery as a queue stores it: the signed event, and the delivery's id and signature
+ * timestamp. Nothing else from the request is kept.
+ */
+export interface QueuedDelivery {
+  /** The verified event, as parsed from the signed body. */
+  readonly event: AnyEvent;
+  /** The X-Service-Delivery header of the delivery that was queued. */
+  readonly deliveryId: string;
+  /** The signature's `t`, in Unix seconds. */
+  readonly timestamp: number;
+}
+
+/**
+ * Queued processing, the seam between pixhook and a durable queue engine (`@pixhook/bullmq`,
+ * `@pixhook/postgres`' pg-boss queue). With `new Webhooks({ queue })` every adapter answers a
+ * verified delivery 202 once `enqueue` resolves, and the engine's workers run the handlers later
+ * through `webhooks.process()`.
+ *
+ * @example
+ * const queue: WebhookQueue = {
+ *   async enqueue(delivery) { await jobs.insert({ id: delivery.event.id, data: delivery }) }, // ignore a duplicate id
+ * }
+ */
+export interface WebhookQueue {
+  /**
+   * Stores `delivery` durably, keyed on `delivery.event.id`, and resolves once the engine has
+   * confirmed the write. An id already stored (queued, running, done or dead-lettered) resolves
+   * too, without a second job. Rejecting answers 503 `QUEUE_UNAVAILABLE`, and the service retries.
+   */
+  enqueue(delivery: QueuedDelivery): Promise<unknown>;
+}
+
+/** What a handler run by a queue worker learns of its job (`context.job`). */
+export interface QueuedRun {
+  /** The engine that runs it, e.g. `'bullmq'`. */
+  readonly engine: string;
+  /** The job's id in the engine (derived from the event id). */
+  readonly jobId: string;
+  /** 1 for the first run, 2 for the first retry, and so on. */
+  readonly attempt: number;
+  /** Runs the job gets before it becomes a dead letter. */
+  readonly maxAttempts: number;
+  /** When the delivery was queued, in milliseconds since the epoch. */
+  readonly queuedAt: number;
+}
+
+/** True when `value` has an `enqueue` method (a `WebhookQueue`). */
+export function isWebhookQueue(value: unknown): value is WebhookQueue {
+  return typeof value === 'object' && value !== null && typeof (value as WebhookQueue).enqueue === 'function';
+}
+
+/**
+ * True when `value` has the shape of a `QueuedDelivery` (an engine checks a job's data with it
+ * before running it: a job written by something else is failed, not run).
+ */
+export function isQueuedDelivery(value: unknown): value is QueuedDelivery {
+  if (typeof value !== 'object' || value === null) return false;
+  const { event, deliveryId, timestamp } = value as Record<string, unknown>;
+  if (typeof event !== 'object' || event === null) return false;
+  const { id, type } = event as Record<string, unknown>;
+  return (
+    typeof id === 'string' &&
+    typeof type === 'string' &&
+    typeof deliveryId === 'string' &&
+    typeof timestamp === 'number' &&
+    Number.isFinite(timestamp)
+  );
+}
+
+/** What the queued paths need from a `Webhooks`. */
+export interface QueueHost {
+  readonly options: { readonly queue: WebhookQueue | undefined; readonly handlerTimeoutMs: number | undefined };
+  handlersFor(type: string): readonly AnyHandler[];
+  reportError(error: WebhookVerificationError, context: ErrorContext): void;
+}
+
+/**
+ * Queued mode, in the request: writes the verified delivery to the queue and answers 202 once the
+ * engine confirmed it; 503 `QUEUE_UNAVAILABLE` when it failed, or did not confirm within
+ * `handlerTimeoutMs`. Never rejects. A write that completes after the 503 is harmless: the
+ * service's retry finds the job and is answered 202 without a second one.
+ */
+export function enqueueAndAnswer(
+  host: QueueHost,
+  queue: WebhookQueue,
+  delivery: QueuedDelivery,
+  request: unknown,
+): Promise<WebhookResponse> {
+  const { event, deliveryId, timestamp } = delivery;
+  const refuse = (error: WebhookVerificationError): WebhookResponse => {
+    host.reportError(error, { request, deliveryId, timestamp, event });
+    return answer(error);
+  };
+  // A queue that throws synchronously, or returns something that is not a promise, is handled alike.
+  const written = new Promise((resolve) => resolve(queue.enqueue({ event, deliveryId, timestamp })));
+  const timeoutMs = host.options.handlerTimeoutMs;
+  return new Promise<WebhookResponse>((resolve) => {
+    let answered = false;
+    const deadline =
+      timeoutMs === undefined
+        ? undefined
+        : setDeadline(timeoutMs, () => {
+            answered = true;
+            resolve(
+              refuse(
+                new WebhookVerificationError(
+                  'QUEUE_UNAVAILABLE',
+                  `The queue did not confirm the event within handlerTimeoutMs (${timeoutMs} ms), so it was not acknowledged; the service will retry.`,
+                ),
+              ),
+            );
+          });
+    written.then(
+      () => {
+        if (deadline) cancelDeadline(deadline);
+        if (!answered) resolve(accepted());
+      },
+      (cause: unknown) => {
+        if (deadline) cancelDeadline(deadline);
+        if (answered) return;
+        resolve(
+          refuse(
+            new WebhookVerificationError(
+              'QUEUE_UNAVAILABLE',
+              'The queue could not store the event, so it was not acknowledged; the service will retry.',
+              { cause },
+            ),
+          ),
+        );
+      },
+    );
+  });
+}
+
+/**
+ * Queued mode, in a worker: runs the handlers of a queued delivery one after another, with
+ * `context.job` set and `context.request` undefined. Rejects with the first handler's own error
+ * (the engine keeps it as the job's last error), after telling `onError` (`HANDLER_FAILED`).
+ */
+export async function processQueued(host: QueueHost, delivery: QueuedDelivery, job: QueuedRun): Promise<void> {
+  if (!isQueuedDelivery(delivery)) {
+    throw new TypeError('pixhook: process(delivery, job): delivery is not a queued pixhook delivery.');
+  }
+  const { event, deliveryId, timestamp } = delivery;
+  const context: HandlerContext = { deliveryId, timestamp, request: undefined, job };
+  for (const handler of host.handlersFor(event.type)) {
+    try {
+      await handler(event, context);
+    } catch (cause) {
+      const last = job.attempt >= job.maxAttempts;
+      host.reportError(
+        new WebhookVerificationError(
+          'HANDLER_FAILED',
+          `A handler for ${event.type} failed on attempt ${job.attempt} of ${job.maxAttempts}; ${
+            last
+              ? 'no attempts remain, so the job is kept as a dead letter to retry or discard.'
+              : 'the queue will run the event again after its backoff.'
+          }`,
+          { cause },
+        ),
+        { request: undefined, deliveryId, timestamp, event, job },
+      );
+      throw cause;
+    }
+  }
+}
