@@ -44,6 +44,10 @@ export interface RedisServer {
   readonly port: number;
   /** Stops the server (SIGTERM: a clean shutdown; SIGKILL: a crash) and waits for it to exit. */
   stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Freezes the server (SIGSTOP): connections stay open, nothing is answered, as on a stalled host. */
+  pause(): void;
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void;
   /** Starts it again on the same port (and, if persistent, the same data). */
   start(): Promise<void>;
   /** Stops it for good and removes its data directory. */
@@ -125,6 +129,8 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     await new Promise<void>((resolve) => {
       proc.once('exit', () => resolve());
       proc.kill(signal);
+      // A paused server takes the signal once it runs again.
+      proc.kill('SIGCONT');
     });
   };
 
@@ -133,7 +139,10 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     port,
     start,
     stop,
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
     close: async () => {
+      child?.kill('SIGCONT');
       await stop('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     },

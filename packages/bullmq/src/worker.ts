@@ -37,7 +37,9 @@ const ERROR_REPORT_INTERVAL_MS = 10_000;
 
 function asError(cause: unknown): Error {
   if (cause instanceof Error) return cause;
-  return new Error(`A handler threw ${cause === null ? 'null' : typeof cause} instead of an Error.`);
+  const what =
+    cause === null || cause === undefined ? String(cause) : `a ${typeof cause} (${String(cause).slice(0, 200)})`;
+  return new Error(`A handler threw ${what} instead of an Error.`);
 }
 
 /** Starts a BullMQ worker that runs `webhooks`' handlers for each job of the queue. */
