@@ -14,6 +14,8 @@ const include = [
   // Every Node adapter against the same socket behaviour, which Node's http may change between versions.
   'test/{answered-elsewhere,body-deadline,idle-bodies,keep-alive}.test.ts',
   'packages/{express,fastify,koa,fetch}/test/**/*.test.ts',
+  // Queued mode over every adapter, on a real Redis.
+  'packages/bullmq/test/**/*.test.ts',
 ];
 const runtimeTests = ['packages/fetch/test/{bun,workerd,bundle}.test.ts'];
 

@@ -5,7 +5,8 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { httpSend } from '@pixhook/test-helpers/adapters';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url));
 const SECRET = 'whsec_examples_test_4d2c1b';
@@ -44,8 +45,8 @@ function collect(child: ChildProcess): { stdout: () => string; stderr: () => str
 }
 
 /** Starts an example on a free port (PORT=0) and waits for the line that gives its address. */
-async function startExample(file: string): Promise<RunningExample> {
-  const child = start(file, { SIGNING_SECRET: SECRET, PORT: '0' });
+async function startExample(file: string, env: Record<string, string> = {}): Promise<RunningExample> {
+  const child = start(file, { SIGNING_SECRET: SECRET, PORT: '0', ...env });
   const output = collect(child);
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${file} did not start:\n${output.stderr()}`)), 10_000);
@@ -103,5 +104,45 @@ describe.each(['express.mjs', 'fastify.mjs', 'koa.mjs'])('examples/%s', (file) =
     const [code] = await once(child, 'close');
     expect(code).toBe(1);
     expect(output.stderr()).toContain('Set SIGNING_SECRET');
+  });
+});
+
+describeWithRedis('examples/queued', () => {
+  let redis: RedisServer;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    env = { REDIS_URL: `redis://127.0.0.1:${redis.port}` };
+  });
+  afterAll(async () => {
+    await redis?.close();
+  });
+
+  it('one-file.mjs answers 202 at once and its worker processes the event; stops on SIGTERM', async () => {
+    const example = await startExample('queued/one-file.mjs', env);
+    const signed = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
+    const answer = await httpSend(example.port, { path: '/webhooks', headers: signed.headers, body: signed.body });
+    expect(answer.status).toBe(202);
+    expect(answer.json).toEqual({ received: true, queued: true });
+    const { id } = JSON.parse(signed.body) as { id: string };
+    await vi.waitFor(() => expect(example.stdout()).toContain(`processed image.created ${id} (attempt 1 of 5)`), {
+      timeout: 10_000,
+    });
+    expect(await stop(example.child)).toBe(0);
+  });
+
+  it('receiver.mjs queues, worker.mjs (another process) processes; both stop on SIGTERM', async () => {
+    const receiver = await startExample('queued/receiver.mjs', env);
+    const worker = start('queued/worker.mjs', { SIGNING_SECRET: SECRET, ...env });
+    const output = collect(worker);
+    await vi.waitFor(() => expect(output.stdout()).toContain('worker started'));
+    const signed = createSignedRequest(createTestEvent('quota.warned'), { secret: SECRET });
+    const answer = await httpSend(receiver.port, { path: '/webhooks', headers: signed.headers, body: signed.body });
+    expect(answer.status).toBe(202);
+    const { id } = JSON.parse(signed.body) as { id: string };
+    await vi.waitFor(() => expect(output.stdout()).toContain(`processed quota.warned ${id}`), { timeout: 10_000 });
+    expect(receiver.stdout()).not.toContain('processed');
+    expect(await stop(worker)).toBe(0);
+    expect(await stop(receiver.child)).toBe(0);
   });
 });

@@ -47,6 +47,7 @@ const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
   '@pixhook/koa': { '.': { webhookMiddleware: 'function' } },
   '@pixhook/fetch': { '.': { createFetchHandler: 'function' } },
   '@pixhook/redis': { '.': { RedisStore: 'function' } },
+  '@pixhook/bullmq': { '.': { BullMQQueue: 'function', jobIdFor: 'function' } },
 };
 
 /**

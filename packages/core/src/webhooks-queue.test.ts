@@ -31,7 +31,10 @@ class MapQueue implements WebhookQueue {
   }
 }
 
-function post(webhooks: Webhooks, event = createTestEvent('image.created')) {
+function post(
+  webhooks: Webhooks,
+  event: ReturnType<typeof createTestEvent<string>> = createTestEvent('image.created'),
+) {
   const { headers, body } = createSignedRequest(event, { secret: SECRET });
   return webhooks.handle({ method: 'POST', headers, body, request: { from: 'test' } });
 }
@@ -77,11 +80,11 @@ describe('queued mode: the request', () => {
   });
 
   it.each([
-    ['rejects', (queue: MapQueue) => void (queue.fail = new Error('connection refused'))],
-    ['rejects with a non-Error', (queue: MapQueue) => void (queue.fail = 'down')],
-  ])('answers 503 QUEUE_UNAVAILABLE when the queue %s, and tells onError with the cause', async (_, breakIt) => {
+    ['rejects', new Error('connection refused')],
+    ['rejects with a non-Error', 'down'],
+  ])('answers 503 QUEUE_UNAVAILABLE when the queue %s, and tells onError with the cause', async (_, failure) => {
     const queue = new MapQueue();
-    breakIt(queue);
+    queue.fail = failure;
     const webhooks = new Webhooks({ secret: SECRET, queue });
     const errors: WebhookVerificationError[] = [];
     webhooks.onError((error) => void errors.push(error));

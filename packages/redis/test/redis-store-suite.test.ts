@@ -1,10 +1,10 @@
 /** The shared store behaviour table, run by RedisStore with every supported client library. */
 
 import { RedisStore } from '@pixhook/redis';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { describeStoreSuite } from '@pixhook/test-helpers/store-suite';
 import { afterAll, beforeAll } from 'vitest';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 describeWithRedis('RedisStore against a real redis-server', () => {
   let server: RedisServer;

@@ -2,11 +2,11 @@
 import { DEFAULT_COMPLETED_TTL_MS, type IdempotencyStore, Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { RedisStore } from '@pixhook/redis';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { Redis as IoRedis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 const SECRET = 'whsec_redis_store_7a6b5c';
 /** The service's whole retry schedule: 1 min + 5 min + 30 min + 2 h + 6 h + 24 h. */

@@ -7,9 +7,9 @@ import { Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { RedisStore } from '@pixhook/redis';
 import { ADAPTERS, type Client, type TestResponse } from '@pixhook/test-helpers/adapters';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 const SECRET = 'whsec_instances_2b3c4d5e';
 const EVENTS = 60;

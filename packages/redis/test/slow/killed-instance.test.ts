@@ -9,10 +9,10 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import type { TestResponse } from '@pixhook/test-helpers/adapters';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniquePrefix } from '../helpers/clients.js';
 import { type Fleet, SECRET, startFleet } from '../helpers/instances.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 const IN_FLIGHT_TTL_MS = 1_500;
 const INSTANCE = fileURLToPath(new URL('./fixtures/instance.mjs', import.meta.url));

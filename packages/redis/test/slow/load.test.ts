@@ -3,10 +3,10 @@
  * three instances on one Redis. Handler runs must equal unique events.
  */
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniquePrefix } from '../helpers/clients.js';
 import { type Fleet, pool, SECRET, startFleet } from '../helpers/instances.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 const UNIQUE_EVENTS = 3_000;
 const DUPLICATES = 1_000;

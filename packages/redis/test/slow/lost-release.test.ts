@@ -12,6 +12,7 @@
 import { Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { type RedisClientLike, RedisStore } from '@pixhook/redis';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { Redis as IoRedis5 } from 'ioredis';
 import { Redis as IoRedis6 } from 'ioredis6';
 import { createClient as createClient5 } from 'redis';
@@ -19,7 +20,6 @@ import { createClient as createClient4 } from 'redis4';
 import { createClient as createClient6 } from 'redis6';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniquePrefix } from '../helpers/clients.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { type ReplyCutter, startReplyCutter } from '../helpers/reply-cutter.js';
 
 const SECRET = 'whsec_redis_lost_release_1b2c3d';

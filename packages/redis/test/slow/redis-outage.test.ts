@@ -5,10 +5,10 @@
  */
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import type { TestResponse } from '@pixhook/test-helpers/adapters';
+import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniquePrefix } from '../helpers/clients.js';
 import { type Fleet, pool, SECRET, startFleet } from '../helpers/instances.js';
-import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 
 const UNIQUE_EVENTS = 400;
 const DUPLICATES = 100;
