@@ -1,12 +1,13 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { registerDeadLetters } from './commands/dead-letters.js';
 import { registerListen } from './commands/listen.js';
 import { registerSend } from './commands/send.js';
 import { registerSign } from './commands/sign.js';
 import { registerSimulate } from './commands/simulate.js';
 import { registerVerify } from './commands/verify.js';
 import { exitQuietlyWhenOutputCloses } from './io/closed-output.js';
-import { EXIT } from './io/errors.js';
+import { EXIT, FailedError } from './io/errors.js';
 import { escapeText } from './io/escape.js';
 import { pc } from './io/output.js';
 
@@ -31,7 +32,8 @@ Examples:
   $ pixhook simulate http://localhost:3000/webhooks --time-scale 3600
   $ pixhook verify --header "t=1700000000,v1=5257a8…" --body captured.json
   $ pixhook sign --body event.json
-  $ pixhook listen --port 4242`,
+  $ pixhook listen --port 4242
+  $ pixhook dead-letters list --redis redis://127.0.0.1:6379   # queued processing's dead letters`,
   );
 
 registerSend(program);
@@ -39,6 +41,7 @@ registerSimulate(program);
 registerVerify(program);
 registerSign(program);
 registerListen(program);
+registerDeadLetters(program);
 
 try {
   await program.parseAsync(process.argv);
@@ -47,9 +50,10 @@ try {
     // Commander has printed the message (or the help) already.
     process.exitCode = error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   } else {
-    // Messages from pixhook and core never carry the secret; they may quote a file's content.
+    // Messages from pixhook and core never carry the secret (nor a Redis password); they may quote
+    // a file's content.
     const message = (error as Error)?.message ?? String(error);
     process.stderr.write(`${pc.red('pixhook:')} ${escapeText(message.replace(/^pixhook: /, ''))}\n`);
-    process.exitCode = EXIT.usage;
+    process.exitCode = error instanceof FailedError ? EXIT.failed : EXIT.usage;
   }
 }

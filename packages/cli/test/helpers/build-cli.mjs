@@ -1,6 +1,7 @@
-// Builds packages/cli/dist (and @pixhook/core's first when its dist is stale too) when it is
-// missing or older than its sources or build config, as scripts/ensure-built.mjs does before
-// `pnpm test`: this covers running the CLI tests alone. The tests run it under a lock, so test files
+// Builds packages/cli/dist (and first its workspace dependencies, @pixhook/core and
+// @pixhook/bullmq, when one of their dists is stale too) when it is missing or older than its
+// sources or build config, as scripts/ensure-built.mjs does before `pnpm test`: this covers
+// running the CLI tests alone. The tests run it under a lock, so test files
 // started side by side never rebuild the binary while another one is running it.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -14,11 +15,12 @@ const stale = (name) => {
   return staleBuild(pkg) !== undefined;
 };
 
-const coreStale = stale('@pixhook/core');
-if (coreStale || stale('@pixhook/cli')) {
-  // `...` builds the CLI's workspace dependencies (core) first.
+// The built CLI loads @pixhook/bullmq's dist when a dead-letters command runs.
+const dependenciesStale = stale('@pixhook/core') || stale('@pixhook/bullmq');
+if (dependenciesStale || stale('@pixhook/cli')) {
+  // `...` builds the CLI's workspace dependencies (core, bullmq) first.
   const [command, prefix] = pnpmCommand();
-  const filter = coreStale ? '@pixhook/cli...' : '@pixhook/cli';
+  const filter = dependenciesStale ? '@pixhook/cli...' : '@pixhook/cli';
   execFileSync(command, [...prefix, '--filter', filter, 'build'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],

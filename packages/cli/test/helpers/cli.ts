@@ -31,20 +31,23 @@ export interface RunOptions {
   secret?: string | null;
   /** Written to stdin, then closed. */
   input?: string | Uint8Array;
+  /** More environment variables, e.g. REDIS_URL (which is otherwise left unset). */
+  env?: Record<string, string>;
 }
 
-function environment(secret: string | null): NodeJS.ProcessEnv {
+function environment(secret: string | null, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
   delete env.FORCE_COLOR;
   delete env.PIXHOOK_SECRET;
+  delete env.REDIS_URL;
   if (secret !== null) env.PIXHOOK_SECRET = secret;
-  return env;
+  return { ...env, ...extra };
 }
 
 /** Starts `pixhook …` as a child process. */
 export function start(args: string[], options: RunOptions = {}) {
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: environment(options.secret === undefined ? SECRET : options.secret),
+    env: environment(options.secret === undefined ? SECRET : options.secret, options.env),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   child.stdin.end(options.input);
