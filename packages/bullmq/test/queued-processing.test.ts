@@ -43,6 +43,16 @@ describeWithRedis('queued processing on BullMQ', () => {
       // Stored before the answer, not run in the request.
       expect(await queue.bullQueue.getJobState(request.event.id)).toBe('waiting');
       expect(runs).toEqual([]);
+      // Refused requests queue nothing: a forgery, a GET, a duplicate of the same event.
+      const forged = signed();
+      forged.headers['x-service-signature'] = forged.headers['x-service-signature']!.replace(
+        /v1=\w+/,
+        `v1=${'0'.repeat(64)}`,
+      );
+      expect((await client.send(forged)).status).toBe(400);
+      expect((await client.send({ method: 'GET' })).status).toBe(405);
+      expect((await client.send(request)).status).toBe(202);
+      expect(await queue.bullQueue.getJobCounts('waiting')).toEqual({ waiting: 1 });
 
       queue.startWorker(webhooks);
       await until(() => runs.length === 1, 'the handler');
