@@ -34,7 +34,10 @@ export function machine() {
         'express',
         'fastify',
         'koa',
-      ].map((name) => [name, version(name)]),
+      ]
+        .map((name) => [name, version(name)])
+        // The queue engine of the queued servers, a dependency of @pixhook/bullmq rather than of this package.
+        .concat([['bullmq', version('@pixhook/bullmq/node_modules/bullmq')]]),
     ),
   };
 }

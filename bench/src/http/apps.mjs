@@ -1,7 +1,8 @@
 // One HTTP server per (framework, variant), each with its webhook route at /webhooks:
 // - bare: a route that reads nothing and answers 200 (the framework's ceiling);
 // - baseline: the framework's raw-body parser and the hand-written verification;
-// - pixhook: the pixhook adapter, mounted as its README says (store: memory, redis, or none);
+// - pixhook: the pixhook adapter, mounted as its README says (store: memory, redis, or none; or queued
+//   mode on BullMQ, store: 'bullmq', whose handler runs in a worker process);
 // - octokit: @octokit/webhooks' createNodeMiddleware (Express only), with GitHub's signatures.
 // Each server process imports only its own framework (apps/<framework>.mjs), as a real app does:
 // code that is loaded but unused elsewhere changes how V8 compiles what the server runs (loading
@@ -12,11 +13,15 @@ import { handledCount } from './baseline.mjs';
 
 /**
  * The pixhook `Webhooks` for a server: one handler for the event type every body carries, so the
- * store is used on every delivery. `handler` replaces the default counter (the memory scenario).
+ * store is used on every delivery. `handler` replaces the default counter (the memory scenario,
+ * the queue worker). With `store: 'bullmq'` it is queued mode instead: a `BullMQQueue` named
+ * `queueName` on the bench's redis-server, whose `queue` is returned too (for `startWorker`); the
+ * server answers 202 once the job is written, and the worker process (worker.mjs) runs the handler.
  */
-export async function createWebhooks({ store = 'memory', redisPort, handler } = {}) {
+export async function createWebhooks({ store = 'memory', redisPort, queueName, handler } = {}) {
   const { MemoryStore, Webhooks } = await import('@pixhook/core');
   let idempotency = store === 'none' ? false : new MemoryStore();
+  let queue;
   let close = async () => {};
   if (store === 'redis') {
     const [{ RedisStore }, { Redis }] = await Promise.all([import('@pixhook/redis'), import('ioredis')]);
@@ -25,8 +30,15 @@ export async function createWebhooks({ store = 'memory', redisPort, handler } = 
     idempotency = new RedisStore(client, { prefix: `bench:${process.pid}:` });
     close = () => client.quit();
   }
+  if (store === 'bullmq') {
+    const { BullMQQueue } = await import('@pixhook/bullmq');
+    queue = new BullMQQueue({ connection: { host: '127.0.0.1', port: redisPort }, name: queueName });
+    // Connect before the first request, as a server that has been up a while would be.
+    await queue.bullQueue.waitUntilReady();
+    close = () => queue.close();
+  }
   let handled = 0;
-  const webhooks = new Webhooks({ secret: SECRET, store: idempotency });
+  const webhooks = new Webhooks(queue ? { secret: SECRET, queue } : { secret: SECRET, store: idempotency });
   webhooks.on(
     'image.created',
     handler ??
@@ -34,7 +46,7 @@ export async function createWebhooks({ store = 'memory', redisPort, handler } = 
         handled++;
       }),
   );
-  return { webhooks, close, handled: () => handled };
+  return { webhooks, queue, close, handled: () => handled };
 }
 
 /** Which variants each framework has. */
@@ -46,7 +58,7 @@ export const VARIANTS = {
 
 /**
  * Starts one server on 127.0.0.1 (a free port). Returns `{ port, close }`.
- * @param {{ framework: string, variant: string, store?: string, redisPort?: number, handler?: Function }} options
+ * @param {{ framework: string, variant: string, store?: string, redisPort?: number, queueName?: string, handler?: Function }} options
  */
 export async function startServer({ framework, variant, ...storeOptions }) {
   const pixhook = variant === 'pixhook' ? await createWebhooks(storeOptions) : undefined;

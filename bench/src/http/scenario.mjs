@@ -10,6 +10,7 @@ import { startRedis } from './redis-server.mjs';
 
 const serverScript = fileURLToPath(new URL('./server.mjs', import.meta.url));
 const loadScript = fileURLToPath(new URL('./load.mjs', import.meta.url));
+const workerScript = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 
 /**
  * Targets of the issue: each adapter, with its default MemoryStore, at least as cheap as the
@@ -18,11 +19,33 @@ const loadScript = fileURLToPath(new URL('./load.mjs', import.meta.url));
  */
 export const HTTP_TARGETS = { minVsBaseline: 1, minVsOctokit: 1, minRedisVsMemory: 0.8 };
 
+/**
+ * Targets of queued mode (issue: queued processing): the answer's p99 at most 5 ms at 32
+ * connections, and req/s at least 0.8× inline processing with RedisStore in the same framework.
+ */
+export const QUEUED_TARGETS = { maxP99Ms: 5, minVsRedis: 0.8 };
+
 /** The median of the per-round p99 latencies, in ms. */
 const p99Of = (runs) => spread(runs.map((r) => r.p99)).median;
 
 /** The framework the Redis-versus-memory comparison runs in. */
 const REDIS_FRAMEWORK = 'express';
+
+/**
+ * The frameworks with a queued (BullMQ) server, each next to an inline RedisStore server (and its
+ * MemoryStore one). Its worker runs in a process of its own, with this concurrency, pinned to the
+ * servers' core: the application's work (answering and running handlers) gets one core whether it
+ * runs inline or queued, and redis-server shares the other with the load generator in both modes.
+ */
+export const QUEUED_FRAMEWORKS = ['express', 'fastify', 'koa'];
+const WORKER_CONCURRENCY = 16;
+const WORKER_CORE = CORE.server;
+
+/** Longest wait after a round for the worker to start the handlers of every job answered in it. */
+const DRAIN_TIMEOUT_MS = 60_000;
+
+/** The frameworks that have a Redis server: the Redis-versus-memory one and the queued ones. */
+const redisFrameworks = () => [...new Set([REDIS_FRAMEWORK, ...QUEUED_FRAMEWORKS])];
 
 function configs(redis) {
   const list = [];
@@ -39,14 +62,28 @@ function configs(redis) {
     list.push({ id: `${framework}/pixhook-nostore`, framework, variant: 'pixhook', store: 'none', scheme: 'pixhook' });
   }
   if (redis.port) {
-    list.push({
-      id: `${REDIS_FRAMEWORK}/pixhook+redis`,
-      framework: REDIS_FRAMEWORK,
-      variant: 'pixhook',
-      store: 'redis',
-      redisPort: redis.port,
-      scheme: 'pixhook',
-    });
+    for (const framework of redisFrameworks()) {
+      list.push({
+        id: `${framework}/pixhook+redis`,
+        framework,
+        variant: 'pixhook',
+        store: 'redis',
+        redisPort: redis.port,
+        scheme: 'pixhook',
+      });
+    }
+    for (const framework of QUEUED_FRAMEWORKS) {
+      list.push({
+        id: `${framework}/pixhook+bullmq`,
+        framework,
+        variant: 'pixhook',
+        store: 'bullmq',
+        redisPort: redis.port,
+        // A queue of its own per server and run: no job of another run is ever in it.
+        queueName: `pixhook-bench-${framework}-${process.pid}-${Date.now().toString(36)}`,
+        scheme: 'pixhook',
+      });
+    }
   }
   return list;
 }
@@ -64,11 +101,13 @@ function problemsOf(id, r) {
 export async function runHttp({ rounds, seconds, warmSeconds, connections, frameworks }) {
   const wanted = (c) => !frameworks || frameworks.includes(c.framework);
   const redis =
-    !frameworks || frameworks.includes(REDIS_FRAMEWORK)
+    !frameworks || redisFrameworks().some((f) => frameworks.includes(f))
       ? await startRedis({ core: CORE.client })
       : { skipped: 'not selected' };
   const list = configs(redis).filter(wanted);
   const servers = new Map();
+  // The queue workers of the queued servers, by server id.
+  const workers = new Map();
   const load = await startChild(loadScript, { core: CORE.client });
   const runs = Object.fromEntries(list.map((c) => [c.id, []]));
   const problems = [];
@@ -76,10 +115,18 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
     for (const config of list) {
       const { id, scheme, ...options } = config;
       servers.set(id, await startChild(serverScript, { core: CORE.server, args: [JSON.stringify(options)] }));
+      if (config.store === 'bullmq') {
+        const { redisPort, queueName } = config;
+        const args = [JSON.stringify({ redisPort, queueName, concurrency: WORKER_CONCURRENCY })];
+        workers.set(id, await startChild(workerScript, { core: WORKER_CORE, args }));
+      }
     }
     const fire = async (config, secs) => {
       const server = servers.get(config.id);
+      const worker = workers.get(config.id);
       const { port } = server.ready;
+      const workerBefore = await worker?.call({ cmd: 'reset' });
+      const redisBefore = config.redisPort ? redis.cpu() : undefined;
       const before = await server.call({ cmd: 'cpu' });
       const result = await load.call({
         cmd: 'run',
@@ -90,13 +137,31 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
         // A bound on the count as well as the time: far above what one core serves in `secs`.
         maxRequests: Math.ceil(secs * 200_000),
       });
+      // Handlers started by the end of the round, before the server is asked anything.
+      const workerAtEnd = await worker?.call({ cmd: 'stats' });
       const after = await server.call({ cmd: 'cpu' });
       // Server CPU per answered request: its cost, independent of the load generator's ceiling.
       result.cpuPerRequest = (after.cpu - before.cpu) / Math.max(1, result.requests);
       problems.push(...problemsOf(config.id, result));
-      const ran = after.handled - before.handled;
+      let ran = after.handled - before.handled;
+      if (worker) {
+        // Every 2xx answer queued one job (each delivery has a new event id): wait until the worker
+        // has started all of them, so that no backlog runs into the next server's round.
+        const until = workerBefore.started + result.ok;
+        result.backlog = Math.max(0, until - workerAtEnd.started);
+        const drained = await worker.call({ cmd: 'drain', until, timeoutMs: DRAIN_TIMEOUT_MS });
+        ran = drained.started - workerBefore.started;
+        result.lag = drained.lag;
+        result.drainMs = drained.drainMs;
+        result.workerCpuPerJob = (drained.cpu - workerBefore.cpu) / Math.max(1, ran);
+      }
+      if (redisBefore !== undefined) {
+        // redis-server's CPU per answered request (for a queued server, its jobs' runs included).
+        result.redisCpuPerRequest = (redis.cpu() - redisBefore) / Math.max(1, result.requests);
+      }
       if (config.variant !== 'bare' && ran < result.ok) {
-        problems.push(`${config.id}: ${result.ok} answers 2xx but handlers ran ${ran} times`);
+        const when = worker ? ` (${DRAIN_TIMEOUT_MS / 1000} s after the round)` : '';
+        problems.push(`${config.id}: ${result.ok} answers 2xx but handlers ran ${ran} times${when}`);
       }
       return result;
     };
@@ -109,17 +174,17 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
       for (const config of roundOrder(list, round)) runs[config.id].push(await fire(config, seconds));
     }
   } finally {
-    for (const server of servers.values()) {
-      await server.call({ cmd: 'close' }).catch(() => {});
-      await server.stop();
+    for (const child of [...workers.values(), ...servers.values()]) {
+      await child.call({ cmd: 'close' }).catch(() => {});
+      await child.stop();
     }
     await load.stop();
     await redis.stop?.();
   }
-  return summarise(list, runs, problems, redis);
+  return summarise(list, runs, problems, redis, connections);
 }
 
-function summarise(list, runs, problems, redis) {
+function summarise(list, runs, problems, redis, connections) {
   const rps = (id) => runs[id].map((r) => r.rps);
   // Requests one core could serve, from server CPU per request: baseline CPU ÷ adapter CPU.
   const capacity = (a, b) => spread(ratios(cpu(b), cpu(a)));
@@ -127,7 +192,9 @@ function summarise(list, runs, problems, redis) {
   const rows = list.map(({ id, framework, variant, store }) => ({
     id,
     framework,
-    variant: { redis: 'pixhook, RedisStore', none: 'pixhook, store: false' }[store] ?? variant,
+    variant:
+      { redis: 'pixhook, RedisStore', none: 'pixhook, store: false', bullmq: 'pixhook, queued (BullMQ)' }[store] ??
+      variant,
     rps: spread(rps(id)),
     p50: spread(runs[id].map((r) => r.p50)),
     p99: spread(runs[id].map((r) => r.p99)),
@@ -136,6 +203,11 @@ function summarise(list, runs, problems, redis) {
     non2xx: runs[id].reduce((sum, r) => sum + r.non2xx, 0),
     cpuPerRequest: spread(runs[id].map((r) => r.cpuPerRequest)),
     vsBare: spread(ratios(rps(id), rps(`${framework}/bare`))),
+    // redis-server's CPU per request, where the server uses it and /proc tells it.
+    ...(runs[id].every((r) => r.redisCpuPerRequest !== undefined)
+      ? { redisCpuPerRequest: spread(runs[id].map((r) => r.redisCpuPerRequest)) }
+      : {}),
+    ...(store === 'bullmq' ? { queued: queuedFigures(runs[id]) } : {}),
   }));
   /**
    * A target comparison: capacity (server CPU per request) and req/s at least `target` times the
@@ -193,7 +265,7 @@ function summarise(list, runs, problems, redis) {
       });
     }
   }
-  if (redis.port) {
+  if (runs[`${REDIS_FRAMEWORK}/pixhook+redis`]) {
     const r = spread(ratios(rps(`${REDIS_FRAMEWORK}/pixhook+redis`), rps(`${REDIS_FRAMEWORK}/pixhook`)));
     comparisons.push({
       label: `${REDIS_FRAMEWORK}: pixhook with RedisStore ÷ with MemoryStore`,
@@ -203,12 +275,67 @@ function summarise(list, runs, problems, redis) {
       holds: r.median >= HTTP_TARGETS.minRedisVsMemory,
     });
   }
+  // Queued mode: the answer's p99 against a fixed bound, and req/s against inline RedisStore.
+  const thresholds = [];
+  for (const framework of QUEUED_FRAMEWORKS) {
+    const id = `${framework}/pixhook+bullmq`;
+    if (!runs[id]) continue;
+    const p99 = spread(runs[id].map((r) => r.p99));
+    thresholds.push({
+      label: `${framework}: queued (BullMQ): p99 of the answer at ${connections} connections`,
+      value: p99,
+      unit: 'ms',
+      max: QUEUED_TARGETS.maxP99Ms,
+      holds: p99.median <= QUEUED_TARGETS.maxP99Ms,
+    });
+    const vsRedis = spread(ratios(rps(id), rps(`${framework}/pixhook+redis`)));
+    comparisons.push({
+      label: `${framework}: queued (BullMQ) ÷ inline with RedisStore`,
+      ratio: vsRedis,
+      // The worker's and redis-server's CPU are not in the server's figure: no capacity ratio.
+      p99: { mine: p99Of(runs[id]), theirs: p99Of(runs[`${framework}/pixhook+redis`]) },
+      target: QUEUED_TARGETS.minVsRedis,
+      holds: vsRedis.median >= QUEUED_TARGETS.minVsRedis,
+    });
+    // Informational: against the default, in-memory inline mode.
+    comparisons.push({
+      label: `${framework}: queued (BullMQ) ÷ inline with MemoryStore`,
+      ratio: spread(ratios(rps(id), rps(`${framework}/pixhook`))),
+      p99: { mine: p99Of(runs[id]), theirs: p99Of(runs[`${framework}/pixhook`]) },
+    });
+  }
   return {
     rows,
     comparisons,
+    thresholds,
     problems,
     // Every run's own figures, per server, in round order.
     runs,
-    redis: redis.port ? { version: redis.version, framework: REDIS_FRAMEWORK } : { skipped: redis.skipped },
+    redis: redis.port
+      ? {
+          version: redis.version,
+          framework: REDIS_FRAMEWORK,
+          queued: QUEUED_FRAMEWORKS,
+          workerConcurrency: WORKER_CONCURRENCY,
+        }
+      : { skipped: redis.skipped },
+  };
+}
+
+/**
+ * A queued server's worker figures across rounds: the time from each job's write to its handler's
+ * start (p50 and p99 of each round's jobs, all of them, those started after the round included),
+ * the jobs answered but not yet started when the round ended, how long the rest took to start,
+ * and the worker's CPU per job.
+ */
+function queuedFigures(list) {
+  const of = (pick) => spread(list.map(pick));
+  return {
+    lagP50: of((r) => r.lag.p50 ?? Number.NaN),
+    lagP99: of((r) => r.lag.p99 ?? Number.NaN),
+    lagMax: of((r) => r.lag.max ?? Number.NaN),
+    backlog: of((r) => r.backlog),
+    drainMs: of((r) => r.drainMs),
+    workerCpuPerJob: of((r) => r.workerCpuPerJob),
   };
 }

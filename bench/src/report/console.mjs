@@ -1,6 +1,6 @@
 // Prints the results as plain tables.
 import { textTable } from './format.mjs';
-import { comparisonTable, httpTable, memoryTable, targetTable, verifyTables } from './sections.mjs';
+import { comparisonTable, httpTable, memoryTable, queuedTable, targetTable, verifyTables } from './sections.mjs';
 
 export function printResults(results, targetList) {
   const out = (title, t) => console.log(`\n${title}\n${textTable(t.head, t.rows)}`);
@@ -8,6 +8,8 @@ export function printResults(results, targetList) {
   if (results.http) {
     out('HTTP, 1 KiB deliveries, 32 connections', httpTable(results.http));
     out('HTTP comparisons (ratios per round, median and min–max)', comparisonTable(results.http));
+    const queued = queuedTable(results.http);
+    if (queued.rows.length > 0) out('HTTP, queued mode (BullMQ) next to inline processing', queued);
     if (results.http.redis.skipped) console.log(`\nnote: ${results.http.redis.skipped}`);
   }
   if (results.memory) out('Memory, 1 MiB deliveries all in flight at once', memoryTable(results.memory));

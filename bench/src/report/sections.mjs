@@ -45,6 +45,62 @@ export function httpTable(http) {
   };
 }
 
+/** `1.0 (0.0–2.0)` ms from a spread of whole milliseconds; `—` when there is none. */
+function msSpread(s) {
+  if (!s || Number.isNaN(s.median)) return '—';
+  return `${s.median.toFixed(1)} (${s.min.toFixed(0)}–${s.max.toFixed(0)})`;
+}
+
+/**
+ * Queued mode next to inline processing in the same framework: one row each for the MemoryStore,
+ * RedisStore and queued (BullMQ) servers, with what each costs the server, redis-server and the
+ * worker, and for the queued one the time from the answer to the handler's start.
+ */
+export function queuedTable(http) {
+  const byId = new Map(http.rows.map((r) => [r.id, r]));
+  const rows = [];
+  for (const framework of http.redis.queued ?? []) {
+    for (const [id, processing] of [
+      [`${framework}/pixhook`, 'inline, MemoryStore'],
+      [`${framework}/pixhook+redis`, 'inline, RedisStore'],
+      [`${framework}/pixhook+bullmq`, 'queued, BullMQ'],
+    ]) {
+      const r = byId.get(id);
+      if (!r) continue;
+      const q = r.queued;
+      rows.push([
+        framework,
+        processing,
+        intSpread(r.rps),
+        latency(r.p50.median),
+        latency(r.p99.median),
+        `${r.cpuPerRequest.median.toFixed(1)} µs`,
+        r.redisCpuPerRequest ? `${r.redisCpuPerRequest.median.toFixed(1)} µs` : '—',
+        q ? `${q.workerCpuPerJob.median.toFixed(1)} µs` : '(in the server)',
+        q ? msSpread(q.lagP50) : 'before the answer',
+        q ? msSpread(q.lagP99) : '—',
+        q ? intSpread(q.backlog) : '—',
+      ]);
+    }
+  }
+  return {
+    head: [
+      'framework',
+      'processing',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'server CPU per request',
+      'redis-server CPU per request',
+      'worker CPU per job',
+      'answer → handler start, p50 ms',
+      'p99 ms',
+      'jobs waiting at round end',
+    ],
+    rows,
+  };
+}
+
 export function comparisonTable(http) {
   return {
     head: ['comparison', 'req/s ratio', 'capacity ratio (server CPU)', 'p99 ms (this vs that)', 'target', 'result'],

@@ -40,6 +40,14 @@ export function targets(results) {
         list.push({ target: `${c.label} ≥ ${c.target}×`, holds: c.holds, worst: ratio(c.ratio, 3) });
       }
     }
+    for (const t of results.http.thresholds ?? []) {
+      const { median, min, max } = t.value;
+      list.push({
+        target: `${t.label} ≤ ${t.max} ${t.unit}`,
+        holds: t.holds,
+        worst: `${median} ${t.unit} (${min}–${max})`,
+      });
+    }
   }
   if (results.memory) {
     const worst = results.memory.rows.reduce((a, b) => (b.rssGrowthPerDelivery > a.rssGrowthPerDelivery ? b : a));
