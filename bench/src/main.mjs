@@ -16,12 +16,25 @@ import { runVerify } from './verify/scenario.mjs';
 const SETTINGS = {
   full: {
     verify: { rounds: 7, minCpuTimeMs: 60, warmCpuTimeMs: 60 },
-    http: { rounds: 4, seconds: 2, warmSeconds: 1.5, connections: 32 },
+    http: {
+      rounds: 4,
+      seconds: 2,
+      warmSeconds: 1.5,
+      connections: 32,
+      // The queued frameworks' pixhook servers again, at a fixed pace well under their capacity.
+      fixed: { rate: 1000, rounds: 3, seconds: 2, warmSeconds: 0.5 },
+    },
     memory: { rounds: 3, count: 64 },
   },
   smoke: {
     verify: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
-    http: { rounds: 1, seconds: 0.5, warmSeconds: 0, connections: 32 },
+    http: {
+      rounds: 1,
+      seconds: 0.5,
+      warmSeconds: 0,
+      connections: 32,
+      fixed: { rate: 1000, rounds: 1, seconds: 1, warmSeconds: 0, frameworks: ['express'] },
+    },
     memory: { rounds: 1, count: 64 },
   },
 };

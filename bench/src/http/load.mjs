@@ -1,7 +1,9 @@
 // Child process: the load generator. `{ cmd: 'run', port, scheme, seconds, connections, maxRequests }`
 // runs autocannon against 127.0.0.1:port with a freshly signed 1 KiB delivery (unique event id) on
-// every request, bounded in time and count, and answers with its figures. `{ cmd: 'burst', … }`
-// sends a fixed number of large deliveries at once (the memory scenario).
+// every request, bounded in time and count, and answers with its figures. `{ cmd: 'paced', port,
+// scheme, rate, seconds, connections }` sends the same deliveries at a fixed pace instead, one every
+// 1 ÷ rate s (see `paced`). `{ cmd: 'burst', … }` sends a fixed number of large deliveries at once
+// (the memory scenario).
 import http from 'node:http';
 import autocannon from 'autocannon';
 import { serve } from '../children.mjs';
@@ -52,6 +54,101 @@ function run({ port, scheme, seconds, connections, maxRequests }) {
   });
 }
 
+/** The value at quantile `q` of sorted numbers (nearest rank); undefined when there are none. */
+function quantile(sorted, q) {
+  return sorted.length === 0 ? undefined : sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
+}
+
+/**
+ * Deliveries at a fixed pace, `rate` per second for `seconds`: delivery i is sent at i ÷ rate s
+ * from the start, whatever the earlier ones' fate (an open loop: a slow answer delays no later
+ * delivery), on at most `connections` keep-alive connections; when all are busy a delivery waits
+ * for one, and that wait counts in its time. Each delivery's time runs from its send (just before
+ * the request is written, after signing) to the end of its answer, in fractions of a millisecond.
+ * Answers req/s, p50/p99 of the 2xx answers in ms, the most deliveries in flight at once, how late
+ * the sender itself ran (its timers, on a shared core) and the same counts as `run`.
+ */
+function paced({ port, scheme, rate, seconds, connections }) {
+  const sign = SCHEMES[scheme];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
+  const total = Math.max(1, Math.round(rate * seconds));
+  const interval = 1000 / rate;
+  const times = [];
+  const counts = { ok: 0, non2xx: 0, errors: 0, timeouts: 0 };
+  let sent = 0;
+  let finished = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let maxLateMs = 0;
+  let lastEnd = 0;
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const finish = () => {
+      inFlight--;
+      finished++;
+      lastEnd = performance.now();
+      if (finished < total) return;
+      agent.destroy();
+      times.sort((a, b) => a - b);
+      const secs = (lastEnd - t0) / 1000;
+      resolve({
+        seconds: secs,
+        requests: total,
+        rps: total / secs,
+        ...counts,
+        p50: quantile(times, 0.5),
+        p99: quantile(times, 0.99),
+        max: times.at(-1),
+        maxInFlight,
+        maxLateMs,
+      });
+    };
+    const send = () => {
+      const body = bodyFrom(template, nextId++);
+      const headers = { ...sign(body), 'content-length': body.length };
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      const start = performance.now();
+      // Once per delivery, whichever of its answer, error or timeout comes first.
+      let settled = false;
+      const settle = (outcome) => {
+        if (settled) return;
+        settled = true;
+        if (outcome === 'ok') {
+          counts.ok++;
+          times.push(performance.now() - start);
+        } else counts[outcome]++;
+        finish();
+      };
+      const request = http.request(
+        { host: '127.0.0.1', port, path: '/webhooks', method: 'POST', agent, headers, timeout: 10_000 },
+        (response) => {
+          response.resume();
+          response.on('error', () => settle('errors'));
+          response.on('end', () => settle(response.statusCode >= 200 && response.statusCode < 300 ? 'ok' : 'non2xx'));
+        },
+      );
+      request.on('timeout', () => {
+        settle('timeouts');
+        request.destroy();
+      });
+      request.on('error', () => settle('errors'));
+      request.end(body);
+    };
+    const tick = () => {
+      const now = performance.now();
+      const due = Math.min(total, Math.floor((now - t0) / interval) + 1);
+      while (sent < due) {
+        maxLateMs = Math.max(maxLateMs, now - (t0 + sent * interval));
+        sent++;
+        send();
+      }
+      if (sent < total) setTimeout(tick, Math.max(0, t0 + sent * interval - performance.now()));
+    };
+    tick();
+  });
+}
+
 function post(agent, port, body, headers) {
   return new Promise((resolve) => {
     const request = http.request(
@@ -85,6 +182,7 @@ async function burst({ port, count, bytes }) {
 
 serve(async (message) => {
   if (message.cmd === 'run') return run(message);
+  if (message.cmd === 'paced') return paced(message);
   if (message.cmd === 'burst') return burst(message);
   throw new Error(`unknown command ${message.cmd}`);
 });

@@ -25,6 +25,17 @@ export const HTTP_TARGETS = { minVsBaseline: 1, minVsOctokit: 1, minRedisVsMemor
  */
 export const QUEUED_TARGETS = { maxP99Ms: 5, minVsRedis: 0.8 };
 
+/**
+ * The fixed-rate measurement: the queued frameworks' MemoryStore, RedisStore and queued (BullMQ)
+ * servers again, after the saturated rounds, with deliveries sent at a fixed pace (load.mjs `paced`:
+ * one every 1 ÷ rate s, at most `connections` at once) instead of as fast as they are answered. At
+ * saturation every answer waits behind the 31 others in flight (32 ÷ req/s on average, Little's
+ * law); at a rate well under every server's capacity, the time of an answer is the time it takes.
+ * The rate is the settings' `fixed.rate` (1,000 req/s: the queued Express server, the slowest,
+ * answers ~2,000 req/s flat out here, with its worker on the same core).
+ */
+const FIXED_STORES = [undefined, 'redis', 'bullmq'];
+
 /** The median of the per-round p99 latencies, in ms. */
 const p99Of = (runs) => spread(runs.map((r) => r.p99)).median;
 
@@ -98,13 +109,25 @@ function problemsOf(id, r) {
   return problems;
 }
 
-export async function runHttp({ rounds, seconds, warmSeconds, connections, frameworks }) {
+export async function runHttp({ rounds, seconds, warmSeconds, connections, frameworks, fixed }) {
   const wanted = (c) => !frameworks || frameworks.includes(c.framework);
   const redis =
     !frameworks || redisFrameworks().some((f) => frameworks.includes(f))
       ? await startRedis({ core: CORE.client })
       : { skipped: 'not selected' };
   const list = configs(redis).filter(wanted);
+  // The servers measured at a fixed rate too: pixhook inline (MemoryStore, RedisStore) and queued,
+  // in the queued frameworks (those of `fixed.frameworks` where it is given), with a redis-server.
+  const fixedList = list.filter(
+    (c) =>
+      fixed &&
+      redis.port &&
+      c.variant === 'pixhook' &&
+      FIXED_STORES.includes(c.store) &&
+      QUEUED_FRAMEWORKS.includes(c.framework) &&
+      (!fixed.frameworks || fixed.frameworks.includes(c.framework)),
+  );
+  const fixedRuns = Object.fromEntries(fixedList.map((c) => [c.id, []]));
   const servers = new Map();
   // The queue workers of the queued servers, by server id.
   const workers = new Map();
@@ -121,28 +144,34 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
         workers.set(id, await startChild(workerScript, { core: WORKER_CORE, args }));
       }
     }
-    const fire = async (config, secs) => {
+    // One run of a server: flat out (autocannon), or at a fixed `rate` (deliveries per second).
+    const fire = async (config, secs, rate) => {
       const server = servers.get(config.id);
       const worker = workers.get(config.id);
       const { port } = server.ready;
+      const label = rate ? `${config.id} at ${rate} req/s` : config.id;
       const workerBefore = await worker?.call({ cmd: 'reset' });
       const redisBefore = config.redisPort ? redis.cpu() : undefined;
       const before = await server.call({ cmd: 'cpu' });
-      const result = await load.call({
-        cmd: 'run',
-        port,
-        scheme: config.scheme,
-        seconds: secs,
-        connections,
-        // A bound on the count as well as the time: far above what one core serves in `secs`.
-        maxRequests: Math.ceil(secs * 200_000),
-      });
+      const result = await load.call(
+        rate
+          ? { cmd: 'paced', port, scheme: config.scheme, seconds: secs, connections, rate }
+          : {
+              cmd: 'run',
+              port,
+              scheme: config.scheme,
+              seconds: secs,
+              connections,
+              // A bound on the count as well as the time: far above what one core serves in `secs`.
+              maxRequests: Math.ceil(secs * 200_000),
+            },
+      );
       // Handlers started by the end of the round, before the server is asked anything.
       const workerAtEnd = await worker?.call({ cmd: 'stats' });
       const after = await server.call({ cmd: 'cpu' });
       // Server CPU per answered request: its cost, independent of the load generator's ceiling.
       result.cpuPerRequest = (after.cpu - before.cpu) / Math.max(1, result.requests);
-      problems.push(...problemsOf(config.id, result));
+      problems.push(...problemsOf(label, result));
       let ran = after.handled - before.handled;
       if (worker) {
         // Every 2xx answer queued one job (each delivery has a new event id): wait until the worker
@@ -161,7 +190,7 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
       }
       if (config.variant !== 'bare' && ran < result.ok) {
         const when = worker ? ` (${DRAIN_TIMEOUT_MS / 1000} s after the round)` : '';
-        problems.push(`${config.id}: ${result.ok} answers 2xx but handlers ran ${ran} times${when}`);
+        problems.push(`${label}: ${result.ok} answers 2xx but handlers ran ${ran} times${when}`);
       }
       return result;
     };
@@ -173,6 +202,18 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
       process.stderr.write(`  http: round ${round + 1}/${rounds}\n`);
       for (const config of roundOrder(list, round)) runs[config.id].push(await fire(config, seconds));
     }
+    if (fixedList.length > 0) {
+      if (fixed.warmSeconds > 0) {
+        process.stderr.write(`  http: at ${fixed.rate} req/s, warm-up\n`);
+        for (const config of fixedList) await fire(config, fixed.warmSeconds, fixed.rate);
+      }
+      for (let round = 0; round < fixed.rounds; round++) {
+        process.stderr.write(`  http: at ${fixed.rate} req/s, round ${round + 1}/${fixed.rounds}\n`);
+        for (const config of roundOrder(fixedList, round)) {
+          fixedRuns[config.id].push(await fire(config, fixed.seconds, fixed.rate));
+        }
+      }
+    }
   } finally {
     for (const child of [...workers.values(), ...servers.values()]) {
       await child.call({ cmd: 'close' }).catch(() => {});
@@ -181,7 +222,45 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
     await load.stop();
     await redis.stop?.();
   }
-  return summarise(list, runs, problems, redis, connections);
+  const summary = summarise(list, runs, problems, redis, connections);
+  if (fixedList.length > 0) summary.fixed = summariseFixed(fixedList, fixedRuns, fixed, connections);
+  return summary;
+}
+
+/**
+ * The fixed-rate runs: per server, the req/s reached, p50 and p99 of the answer (in fractions of a
+ * millisecond), the most deliveries in flight at once, server CPU per request and, queued, the
+ * worker's figures; and per queued framework an informational line (no target): the queued p99
+ * beside the inline RedisStore one.
+ */
+function summariseFixed(list, runs, { rate, rounds, seconds }, connections) {
+  const of = (id, pick) => spread(runs[id].map(pick));
+  const rows = list.map(({ id, framework, store }) => ({
+    id,
+    framework,
+    store: store ?? 'memory',
+    rps: of(id, (r) => r.rps),
+    p50: of(id, (r) => r.p50),
+    p99: of(id, (r) => r.p99),
+    maxInFlight: of(id, (r) => r.maxInFlight),
+    maxLateMs: of(id, (r) => r.maxLateMs),
+    cpuPerRequest: of(id, (r) => r.cpuPerRequest),
+    requests: runs[id].reduce((sum, r) => sum + r.requests, 0),
+    ...(store === 'bullmq' ? { queued: queuedFigures(runs[id]) } : {}),
+  }));
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const informational = [];
+  for (const framework of QUEUED_FRAMEWORKS) {
+    const queued = byId.get(`${framework}/pixhook+bullmq`);
+    if (!queued) continue;
+    informational.push({
+      label: `${framework}: queued (BullMQ): p99 of the answer at a fixed ${rate.toLocaleString('en-US')} req/s (${connections} connections at most)`,
+      value: queued.p99,
+      unit: 'ms',
+      beside: { label: 'inline with RedisStore', value: byId.get(`${framework}/pixhook+redis`)?.p99 },
+    });
+  }
+  return { rate, rounds, seconds, connections, rows, informational, runs };
 }
 
 function summarise(list, runs, problems, redis, connections) {

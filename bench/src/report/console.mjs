@@ -1,6 +1,14 @@
 // Prints the results as plain tables.
 import { textTable } from './format.mjs';
-import { comparisonTable, httpTable, memoryTable, queuedTable, targetTable, verifyTables } from './sections.mjs';
+import {
+  comparisonTable,
+  fixedTable,
+  httpTable,
+  memoryTable,
+  queuedTable,
+  targetTable,
+  verifyTables,
+} from './sections.mjs';
 
 export function printResults(results, targetList) {
   const out = (title, t) => console.log(`\n${title}\n${textTable(t.head, t.rows)}`);
@@ -10,6 +18,12 @@ export function printResults(results, targetList) {
     out('HTTP comparisons (ratios per round, median and min–max)', comparisonTable(results.http));
     const queued = queuedTable(results.http);
     if (queued.rows.length > 0) out('HTTP, queued mode (BullMQ) next to inline processing', queued);
+    const { fixed } = results.http;
+    if (fixed)
+      out(
+        `HTTP, at a fixed ${fixed.rate.toLocaleString('en-US')} req/s (at most ${fixed.connections} connections)`,
+        fixedTable(fixed),
+      );
     if (results.http.redis.skipped) console.log(`\nnote: ${results.http.redis.skipped}`);
   }
   if (results.memory) out('Memory, 1 MiB deliveries all in flight at once', memoryTable(results.memory));

@@ -11,6 +11,12 @@ export function ratio(s, digits = 2) {
   return `${s.median.toFixed(digits)}× (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
 }
 
+/** Milliseconds measured in fractions of one: `0.78`, `4.81`, `12.3`; `—` when there is no figure. */
+export function fineMs(value) {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return '—';
+  return value < 10 ? value.toFixed(2) : value.toFixed(1);
+}
+
 export function int(value) {
   return Math.round(value).toLocaleString('en-US');
 }

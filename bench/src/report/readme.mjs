@@ -15,7 +15,7 @@ export function readmeSection(results, targetList) {
     'rounds with the lowest and highest in brackets (for verify, the worst size and body kind). Full tables, method',
     'and why each miss happens: [docs/benchmarks.md](docs/benchmarks.md).',
     '',
-    ...targetList.map((t) => `- ${mark(t.holds)}: ${t.target}: ${t.worst}`),
+    ...targetList.map((t) => `- ${t.info ? '(no target)' : mark(t.holds)}: ${t.target}: ${t.worst}`),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -1,5 +1,5 @@
 // The result tables, as rows shared by the console and the Markdown report.
-import { int, intSpread, mark, mib, ns, ratio } from './format.mjs';
+import { fineMs, int, intSpread, mark, mib, ns, ratio } from './format.mjs';
 
 const KIND = { ascii: 'ASCII', utf8: 'UTF-8' };
 
@@ -101,6 +101,47 @@ export function queuedTable(http) {
   };
 }
 
+/** `0.78 (0.70–0.95)` ms from a spread measured in fractions of a millisecond. */
+function fineMsSpread(s) {
+  return `${fineMs(s.median)} (${fineMs(s.min)}–${fineMs(s.max)})`;
+}
+
+const PROCESSING = { memory: 'inline, MemoryStore', redis: 'inline, RedisStore', bullmq: 'queued, BullMQ' };
+
+/**
+ * The fixed-rate runs: the MemoryStore, RedisStore and queued servers of each queued framework at
+ * the same fixed pace, with the answer's p50 and p99, what each costs the servers' core and, queued,
+ * the time to the handler's start.
+ */
+export function fixedTable(fixed) {
+  return {
+    head: [
+      'framework',
+      'processing',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'most in flight',
+      'server CPU per request',
+      'worker CPU per job',
+      'answer → handler start, p50 ms',
+      'p99 ms',
+    ],
+    rows: fixed.rows.map((r) => [
+      r.framework,
+      PROCESSING[r.store],
+      intSpread(r.rps),
+      fineMsSpread(r.p50),
+      fineMsSpread(r.p99),
+      intSpread(r.maxInFlight),
+      `${r.cpuPerRequest.median.toFixed(1)} µs`,
+      r.queued ? `${r.queued.workerCpuPerJob.median.toFixed(1)} µs` : '(in the server)',
+      r.queued ? msSpread(r.queued.lagP50) : 'before the answer',
+      r.queued ? msSpread(r.queued.lagP99) : '—',
+    ]),
+  };
+}
+
 export function comparisonTable(http) {
   return {
     head: ['comparison', 'req/s ratio', 'capacity ratio (server CPU)', 'p99 ms (this vs that)', 'target', 'result'],
@@ -147,6 +188,6 @@ export function memoryTable(memory) {
 export function targetTable(list) {
   return {
     head: ['target', 'this run (median, min–max)', 'result'],
-    rows: list.map((t) => [t.target, t.worst, mark(t.holds)]),
+    rows: list.map((t) => [t.target, t.worst, t.info ? '(no target)' : mark(t.holds)]),
   };
 }

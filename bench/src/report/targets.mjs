@@ -1,5 +1,5 @@
 // Every target of the issue, with whether this run meets it.
-import { mib, ratio } from './format.mjs';
+import { fineMs, mib, ratio } from './format.mjs';
 
 export function targets(results) {
   const list = [];
@@ -48,6 +48,12 @@ export function targets(results) {
         worst: `${median} ${t.unit} (${min}–${max})`,
       });
     }
+  }
+  // Informational lines (no target, `info: true`): never counted as held or missed.
+  for (const t of results.http?.fixed?.informational ?? []) {
+    const figure = (s) => `${fineMs(s.median)} ${t.unit} (${fineMs(s.min)}–${fineMs(s.max)})`;
+    const beside = t.beside.value ? `; ${t.beside.label}: ${figure(t.beside.value)}` : '';
+    list.push({ target: t.label, info: true, worst: `${figure(t.value)}${beside}` });
   }
   if (results.memory) {
     const worst = results.memory.rows.reduce((a, b) => (b.rssGrowthPerDelivery > a.rssGrowthPerDelivery ? b : a));
