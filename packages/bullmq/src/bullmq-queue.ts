@@ -41,17 +41,6 @@ function isRedisInstance(connection: ConnectionOptions): boolean {
   return ['connect', 'disconnect', 'duplicate'].every((name) => typeof client[name] === 'function');
 }
 
-function timeout(ms: number): { promise: Promise<never>; clear: () => void } {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const promise = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`Redis did not confirm the job within enqueueTimeoutMs (${ms} ms).`)),
-      ms,
-    );
-  });
-  return { promise, clear: () => clearTimeout(timer) };
-}
-
 function deadLetterOf(job: Job): DeadLetter {
   const data: unknown = job.data;
   return {
@@ -116,21 +105,21 @@ export class BullMQQueue implements WebhookQueue {
   }
 
   /**
+   * Longest wait for Redis to confirm a delivery's write, in ms (the `enqueueTimeoutMs` option):
+   * `webhooks.handle()` answers 503 past it, on core's shared deadline timers.
+   */
+  get enqueueTimeoutMs(): number {
+    return this.#options.enqueueTimeoutMs;
+  }
+
+  /**
    * Writes a verified delivery as a job whose id is the event's, and resolves once Redis has
    * confirmed it. A job of that id already there (waiting, running, done within
-   * `keepCompletedMs`, or a dead letter) means nothing is added. Rejects past `enqueueTimeoutMs`.
-   * `webhooks.handle()` calls it; you do not need to.
+   * `keepCompletedMs`, or a dead letter) means nothing is added. `webhooks.handle()` calls it and
+   * bounds it by `enqueueTimeoutMs`; you do not need to.
    */
   async enqueue(delivery: QueuedDelivery): Promise<void> {
-    const limit = timeout(this.#options.enqueueTimeoutMs);
-    try {
-      await Promise.race([
-        this.#queue.add(delivery.event.type, delivery, { jobId: jobIdFor(delivery.event.id) }),
-        limit.promise,
-      ]);
-    } finally {
-      limit.clear();
-    }
+    await this.#queue.add(delivery.event.type, delivery, { jobId: jobIdFor(delivery.event.id) });
   }
 
   /**
@@ -145,15 +134,11 @@ export class BullMQQueue implements WebhookQueue {
       throw new TypeError('pixhook: queue.startWorker(webhooks) needs the Webhooks whose handlers the worker runs.');
     }
     const resolved = resolveWorkerOptions(options);
-    const worker = startWorker(webhooks, this.#options, resolved, resolved.connection ?? this.#options.connection);
+    const worker = startWorker(webhooks, this.#options, resolved, resolved.connection ?? this.#options.connection, () =>
+      this.#workers.delete(worker),
+    );
     this.#workers.add(worker);
-    const close = worker.close;
-    return Object.assign(worker, {
-      close: () =>
-        close().finally(() => {
-          this.#workers.delete(worker);
-        }),
-    });
+    return worker;
   }
 
   /** Dead letters, newest first. */

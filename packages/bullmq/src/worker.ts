@@ -48,6 +48,7 @@ export function startWorker(
   queue: ResolvedQueueOptions,
   options: ResolvedWorkerOptions,
   connection: ConnectionOptions,
+  onClosed: () => void,
 ): QueueWorker {
   let running = 0;
   // Errors thrown by the handlers were told to onError by process(); the rest are told here.
@@ -152,6 +153,7 @@ export function startWorker(
           // Stop renewing the locks of the handlers still running: their jobs run again elsewhere.
           await Promise.resolve(bullWorker.disconnect()).catch(() => {});
         }
+        onClosed();
         return finished;
       })();
       return closing;

@@ -49,8 +49,8 @@ export interface WebhooksOptions {
    * (the service gives up after 10 s and retries). The handlers keep running; their claim is kept
    * (and renewed where the store can) until they end, so a retry meanwhile answers 409 and the event
    * never runs twice at once; `onError` is told of the timeout and of how the run ended. `false`
-   * turns the deadline off. In queued mode it bounds the write to the queue instead: past it pixhook
-   * answers 503 `QUEUE_UNAVAILABLE`.
+   * turns the deadline off. In queued mode it bounds the write to the queue instead (with the queue's
+   * own `enqueueTimeoutMs`, if shorter): past it pixhook answers 503 `QUEUE_UNAVAILABLE`.
    * @default 8_000
    */
   handlerTimeoutMs?: number | false;
@@ -69,6 +69,8 @@ export interface ResolvedOptions {
   store: IdempotencyStore | false;
   /** undefined: handlers run in the request. */
   queue: WebhookQueue | undefined;
+  /** Queued mode: the shorter of the queue's `enqueueTimeoutMs` and `handlerTimeoutMs`; undefined: none. */
+  enqueueDeadline: { ms: number; option: string } | undefined;
   /** undefined: no deadline. */
   bodyTimeoutMs: number | undefined;
   /** undefined: no deadline. */
@@ -96,6 +98,23 @@ function deadline(value: unknown, fallback: number, name: string): number | unde
     );
   }
   return value;
+}
+
+/** The write deadline of queued mode: the queue's own `enqueueTimeoutMs`, or `handlerTimeoutMs` if shorter. */
+function enqueueDeadline(
+  queue: WebhookQueue,
+  handlerTimeoutMs: number | undefined,
+): ResolvedOptions['enqueueDeadline'] {
+  const own = queue.enqueueTimeoutMs;
+  if (own !== undefined && (typeof own !== 'number' || !Number.isSafeInteger(own) || own <= 0)) {
+    throw new TypeError(
+      `pixhook: queue.enqueueTimeoutMs must be a positive whole number of milliseconds, or undefined; got ${describeType(own)}.`,
+    );
+  }
+  if (own !== undefined && (handlerTimeoutMs === undefined || own <= handlerTimeoutMs)) {
+    return { ms: own, option: `the queue's enqueueTimeoutMs` };
+  }
+  return handlerTimeoutMs === undefined ? undefined : { ms: handlerTimeoutMs, option: 'handlerTimeoutMs' };
 }
 
 /** Throws a TypeError unless `secret` is a usable signing secret. The message never shows it. */
@@ -179,6 +198,7 @@ export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
     maxBodyBytes,
     store,
     queue,
+    enqueueDeadline: queue === undefined ? undefined : enqueueDeadline(queue, handlerTimeoutMs),
     bodyTimeoutMs,
     handlerTimeoutMs,
     now,

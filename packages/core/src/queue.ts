@@ -36,6 +36,12 @@ export interface WebhookQueue {
    * too, without a second job. Rejecting answers 503 `QUEUE_UNAVAILABLE`, and the service retries.
    */
   enqueue(delivery: QueuedDelivery): Promise<unknown>;
+  /**
+   * Optional. Longest wait for `enqueue` to confirm, in ms: core answers 503 `QUEUE_UNAVAILABLE`
+   * past it (or past `handlerTimeoutMs`, when that is shorter), on its shared deadline timers, so an
+   * engine needs no timer of its own per delivery.
+   */
+  readonly enqueueTimeoutMs?: number;
 }
 
 /** What a handler run by a queue worker learns of its job (`context.job`). */
@@ -77,15 +83,19 @@ export function isQueuedDelivery(value: unknown): value is QueuedDelivery {
 
 /** What the queued paths need from a `Webhooks`. */
 export interface QueueHost {
-  readonly options: { readonly queue: WebhookQueue | undefined; readonly handlerTimeoutMs: number | undefined };
+  readonly options: {
+    readonly queue: WebhookQueue | undefined;
+    /** How long a write to the queue may take, and the option that says so; undefined: no limit. */
+    readonly enqueueDeadline: { readonly ms: number; readonly option: string } | undefined;
+  };
   handlersFor(type: string): readonly AnyHandler[];
   reportError(error: WebhookVerificationError, context: ErrorContext): void;
 }
 
 /**
  * Queued mode, in the request: writes the verified delivery to the queue and answers 202 once the
- * engine confirmed it; 503 `QUEUE_UNAVAILABLE` when it failed, or did not confirm within
- * `handlerTimeoutMs`. Never rejects. A write that completes after the 503 is harmless: the
+ * engine confirmed it; 503 `QUEUE_UNAVAILABLE` when it failed, or did not confirm within the
+ * queue's `enqueueTimeoutMs` (or `handlerTimeoutMs`, the shorter). Never rejects. A write that completes after the 503 is harmless: the
  * service's retry finds the job and is answered 202 without a second one.
  */
 export function enqueueAndAnswer(
@@ -101,19 +111,19 @@ export function enqueueAndAnswer(
   };
   // A queue that throws synchronously, or returns something that is not a promise, is handled alike.
   const written = new Promise((resolve) => resolve(queue.enqueue({ event, deliveryId, timestamp })));
-  const timeoutMs = host.options.handlerTimeoutMs;
+  const limit = host.options.enqueueDeadline;
   return new Promise<WebhookResponse>((resolve) => {
     let answered = false;
     const deadline =
-      timeoutMs === undefined
+      limit === undefined
         ? undefined
-        : setDeadline(timeoutMs, () => {
+        : setDeadline(limit.ms, () => {
             answered = true;
             resolve(
               refuse(
                 new WebhookVerificationError(
                   'QUEUE_UNAVAILABLE',
-                  `The queue did not confirm the event within handlerTimeoutMs (${timeoutMs} ms), so it was not acknowledged; the service will retry.`,
+                  `The queue did not confirm the event within ${limit.option} (${limit.ms} ms), so it was not acknowledged; the service will retry.`,
                 ),
               ),
             );

@@ -128,6 +128,27 @@ describe('queued mode: the request', () => {
   });
 });
 
+describe("queued mode: the queue's own write deadline", () => {
+  it("answers 503 at the queue's enqueueTimeoutMs when it is shorter than handlerTimeoutMs", async () => {
+    const queue = Object.assign(new MapQueue(), { enqueueTimeoutMs: 40 });
+    queue.hang = true;
+    const webhooks = new Webhooks({ secret: SECRET, queue });
+    const errors: string[] = [];
+    webhooks.onError((error) => void errors.push(error.message));
+    const started = performance.now();
+    expect((await post(webhooks)).status).toBe(503);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(errors).toEqual([expect.stringContaining("the queue's enqueueTimeoutMs (40 ms)")]);
+  });
+
+  it('refuses an enqueueTimeoutMs that is not a positive whole number', () => {
+    for (const enqueueTimeoutMs of [0, -1, 1.5, '100']) {
+      const queue = Object.assign(new MapQueue(), { enqueueTimeoutMs });
+      expect(() => new Webhooks({ secret: SECRET, queue: queue as WebhookQueue })).toThrow(/enqueueTimeoutMs/);
+    }
+  });
+});
+
 describe('queued mode: options', () => {
   it('refuses a queue without enqueue(), and a store given with a queue', () => {
     expect(() => new Webhooks({ secret: SECRET, queue: {} as WebhookQueue })).toThrow(/queue must have an enqueue/);
