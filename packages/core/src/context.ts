@@ -15,7 +15,29 @@ export interface HandlerContext<TRequest = unknown> {
   request: TRequest;
   /** Set when a queue worker runs the handlers (queued mode): which job, which attempt. */
   job?: QueuedRun;
+  /**
+   * Transactional mode (the `transactions` option): the event's open database transaction, whose
+   * commit also records the event as processed. Undefined otherwise. Typed in
+   * `TransactionalHandlerContext`, which transactional handlers receive.
+   */
+  transaction?: unknown;
 }
+
+/**
+ * What a handler receives in transactional mode (`new Webhooks({ transactions })`): the context,
+ * with the event's open transaction as `transaction` (a `pg` `PoolClient` with `@pixhook/postgres`).
+ */
+export interface TransactionalHandlerContext<TRequest = unknown, TTransaction = unknown>
+  extends HandlerContext<TRequest> {
+  /** The event's open transaction: write through it, and your writes commit with the event's record. */
+  transaction: TTransaction;
+}
+
+/**
+ * The context a handler receives: a `HandlerContext` whose `transaction` has the type of the
+ * `transactions` option's transaction (`unknown`, and undefined at run time, without it).
+ */
+export type ContextFor<TRequest, TTransaction> = HandlerContext<TRequest> & { transaction: TTransaction };
 
 /** What an `onError` listener receives besides the error; fields are set when known. */
 export interface ErrorContext<TRequest = unknown> {
@@ -33,8 +55,14 @@ export interface ErrorContext<TRequest = unknown> {
   job?: QueuedRun;
 }
 
-/** A handler for one or more event types; may be async. Throwing or rejecting answers 500. */
-export type EventHandler<TEvent, TRequest = unknown> = (event: TEvent, context: HandlerContext<TRequest>) => unknown;
+/**
+ * A handler for one or more event types; may be async. Throwing or rejecting answers 500.
+ * @typeParam TTransaction - in transactional mode, what `context.transaction` is
+ */
+export type EventHandler<TEvent, TRequest = unknown, TTransaction = unknown> = (
+  event: TEvent,
+  context: ContextFor<TRequest, TTransaction>,
+) => unknown;
 
 /** An `onError` listener. It is called synchronously and must not throw (if it does, it is ignored). */
 export type ErrorHandler<TRequest = unknown> = (
@@ -43,4 +71,4 @@ export type ErrorHandler<TRequest = unknown> = (
 ) => unknown;
 
 /** A handler as the pipeline stores and runs it. */
-export type AnyHandler = EventHandler<AnyEvent, unknown>;
+export type AnyHandler = (event: AnyEvent, context: HandlerContext) => unknown;

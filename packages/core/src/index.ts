@@ -39,10 +39,17 @@ export {
   type IdempotencyStore,
 } from './store.js';
 export {
+  type BegunEvent,
+  type EventTransactions,
+  isEventTransactions,
+  type OpenEvent,
+} from './transactions.js';
+export {
   type ErrorContext,
   type ErrorHandler,
   type EventHandler,
   type HandlerContext,
+  type TransactionalHandlerContext,
   Webhooks,
 } from './webhooks.js';
 export type { WebhooksLike } from './webhooks-like.js';

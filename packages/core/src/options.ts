@@ -2,9 +2,13 @@ import { MemoryStore } from './memory-store.js';
 import { assertKnownOptions, describeType } from './option-checks.js';
 import { isWebhookQueue, type WebhookQueue } from './queue.js';
 import { type IdempotencyStore, isIdempotencyStore } from './store.js';
+import { type EventTransactions, isEventTransactions } from './transactions.js';
 
-/** Options of `new Webhooks(…)`, checked once when the object is built. */
-export interface WebhooksOptions {
+/**
+ * Options of `new Webhooks(…)`, checked once when the object is built.
+ * @typeParam TTransaction - transactional mode: what handlers see as `context.transaction`
+ */
+export interface WebhooksOptions<TTransaction = unknown> {
   /**
    * The endpoint's signing secret, or several while rotating (a signature matching any is
    * accepted). Must be non-empty without leading or trailing white space. No default: a missing
@@ -38,6 +42,16 @@ export interface WebhooksOptions {
    */
   queue?: WebhookQueue;
   /**
+   * Transactional mode: each event's handlers run inside one database transaction, given to them as
+   * `context.transaction`, and the record that the event was processed commits in that same
+   * transaction (`new PostgresTransactions(pool)` from `@pixhook/postgres`). Commit: 200. A handler
+   * that throws: rollback, none of its writes kept, 500 and the service retries. An event whose
+   * transaction is open elsewhere answers 409 at once. It records processed events itself, so
+   * `store` may not be given with it. With `queue`, the workers run the handlers this way.
+   * @default undefined
+   */
+  transactions?: EventTransactions<TTransaction>;
+  /**
    * Milliseconds the whole body may take to arrive once pixhook starts reading it; past it pixhook
    * answers 408 `BODY_TIMEOUT` and closes the connection, so a client trickling a body cannot hold
    * the server. The service sends whole bodies at once. `false` turns the deadline off.
@@ -69,6 +83,8 @@ export interface ResolvedOptions {
   store: IdempotencyStore | false;
   /** undefined: handlers run in the request. */
   queue: WebhookQueue | undefined;
+  /** Transactional mode; undefined: the store records processed events. */
+  transactions: EventTransactions | undefined;
   /** Queued mode: the shorter of the queue's `enqueueTimeoutMs` and `handlerTimeoutMs`; undefined: none. */
   enqueueDeadline: { ms: number; option: string } | undefined;
   /** undefined: no deadline. */
@@ -84,10 +100,11 @@ const OPTION_NAMES = [
   'maxBodyBytes',
   'store',
   'queue',
+  'transactions',
   'bodyTimeoutMs',
   'handlerTimeoutMs',
   'now',
-] as const satisfies readonly (keyof WebhooksOptions)[];
+] as const satisfies readonly (keyof WebhooksOptions<unknown>)[];
 
 function deadline(value: unknown, fallback: number, name: string): number | undefined {
   if (value === undefined) return fallback;
@@ -138,7 +155,7 @@ export function assertSecret(secret: unknown, name: string): asserts secret is s
 }
 
 /** Validates the options of `new Webhooks(…)` and fills in defaults. */
-export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
+export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('pixhook: new Webhooks(options) needs an options object with a secret.');
   }
@@ -163,8 +180,26 @@ export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
     );
   }
 
-  // Queued mode needs no store: do not build a MemoryStore that is never asked.
-  const store = options.store === undefined ? (options.queue === undefined ? new MemoryStore() : false) : options.store;
+  const transactions = options.transactions;
+  if (transactions !== undefined) {
+    if (!isEventTransactions(transactions)) {
+      throw new TypeError(
+        `pixhook: transactions must have a begin() method (an EventTransactions such as @pixhook/postgres' PostgresTransactions); got ${describeType(transactions)}.`,
+      );
+    }
+    if (options.store !== undefined && options.store !== false) {
+      throw new TypeError(
+        'pixhook: give either store or transactions, not both: in transactional mode the event is recorded as processed in its own transaction, and the store would never be asked.',
+      );
+    }
+  }
+  // Queued and transactional modes need no store: do not build a MemoryStore that is never asked.
+  const store =
+    options.store === undefined
+      ? options.queue === undefined && transactions === undefined
+        ? new MemoryStore()
+        : false
+      : options.store;
   if (store !== false && !isIdempotencyStore(store)) {
     throw new TypeError(
       `pixhook: store must implement claim(), complete() and release() (an IdempotencyStore), or be false; got ${describeType(store)}.`,
@@ -198,6 +233,7 @@ export function resolveOptions(options: WebhooksOptions): ResolvedOptions {
     maxBodyBytes,
     store,
     queue,
+    transactions,
     enqueueDeadline: queue === undefined ? undefined : enqueueDeadline(queue, handlerTimeoutMs),
     bodyTimeoutMs,
     handlerTimeoutMs,

@@ -4,6 +4,8 @@ import { cancelDeadline, setDeadline } from './deadlines.js';
 import { WebhookVerificationError } from './errors.js';
 import type { AnyEvent } from './events.js';
 import type { WebhookResponse } from './handle-input.js';
+import { beginEvent } from './store-protocol.js';
+import { commitFailed, type EventTransactions, type OpenEvent, rollbackFailed } from './transactions.js';
 
 /**
  * A verified delivery as a queue stores it: the signed event, and the delivery's id and signature
@@ -87,6 +89,8 @@ export interface QueueHost {
     readonly queue: WebhookQueue | undefined;
     /** How long a write to the queue may take, and the option that says so; undefined: no limit. */
     readonly enqueueDeadline: { readonly ms: number; readonly option: string } | undefined;
+    /** Transactional mode: the worker runs each job's handlers in the event's transaction. */
+    readonly transactions: EventTransactions | undefined;
   };
   handlersFor(type: string): readonly AnyHandler[];
   reportError(error: WebhookVerificationError, context: ErrorContext): void;
@@ -154,19 +158,40 @@ export function enqueueAndAnswer(
  * Queued mode, in a worker: runs the handlers of a queued delivery one after another, with
  * `context.job` set and `context.request` undefined. Rejects with the first handler's own error
  * (the engine keeps it as the job's last error), after telling `onError` (`HANDLER_FAILED`).
+ *
+ * In transactional mode the handlers run in the event's transaction, as in the request: an event
+ * already committed resolves without running them (a job run again after its worker died past the
+ * commit), and one whose transaction is open elsewhere, or a failed commit, rejects so the engine
+ * runs the job again later.
  */
 export async function processQueued(host: QueueHost, delivery: QueuedDelivery, job: QueuedRun): Promise<void> {
   if (!isQueuedDelivery(delivery)) {
     throw new TypeError('pixhook: process(delivery, job): delivery is not a queued pixhook delivery.');
   }
   const { event, deliveryId, timestamp } = delivery;
+  const handlers = host.handlersFor(event.type);
+  const report = (error: WebhookVerificationError) =>
+    host.reportError(error, { request: undefined, deliveryId, timestamp, event, job });
+  const transactions = host.options.transactions;
+  let open: OpenEvent<unknown> | undefined;
+  if (transactions !== undefined && handlers.length > 0) {
+    const begun = await beginEvent(transactions, event.id);
+    if (begun.kind === 'completed') return;
+    if (begun.kind === 'rejected') {
+      report(begun.error);
+      throw begun.error;
+    }
+    open = begun.open;
+  }
   const context: HandlerContext = { deliveryId, timestamp, request: undefined, job };
-  for (const handler of host.handlersFor(event.type)) {
+  if (open) context.transaction = open.transaction;
+  for (const handler of handlers) {
     try {
       await handler(event, context);
     } catch (cause) {
+      if (open) await open.rollback().catch((failure: unknown) => report(rollbackFailed(event.id, failure)));
       const last = job.attempt >= job.maxAttempts;
-      host.reportError(
+      report(
         new WebhookVerificationError(
           'HANDLER_FAILED',
           `A handler for ${event.type} failed on attempt ${job.attempt} of ${job.maxAttempts}; ${
@@ -176,9 +201,17 @@ export async function processQueued(host: QueueHost, delivery: QueuedDelivery, j
           }`,
           { cause },
         ),
-        { request: undefined, deliveryId, timestamp, event, job },
       );
       throw cause;
+    }
+  }
+  if (open) {
+    try {
+      await open.commit();
+    } catch (cause) {
+      const error = commitFailed(event.id, cause);
+      report(error);
+      throw error;
     }
   }
 }

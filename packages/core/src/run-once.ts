@@ -5,6 +5,7 @@ import type { AnyEvent } from './events.js';
 import { isThenable, type Maybe } from './maybe.js';
 import type { IdempotencyStore } from './store.js';
 import {
+  beginEvent,
   type ClaimOutcome,
   claimEvent,
   completeClaim,
@@ -12,13 +13,19 @@ import {
   keepClaim,
   releaseClaim,
 } from './store-protocol.js';
+import { commitFailed, type EventTransactions, rollbackFailed } from './transactions.js';
 
 /** What running a verified event once came to, for the pipeline to answer. */
 export type Outcome = { kind: 'done'; duplicate: boolean } | { kind: 'rejected'; error: WebhookVerificationError };
 
 /** What `runOnce` needs from its host: the store, the deadline, and where to report. */
 export interface RunOnceHost {
-  readonly options: { readonly store: IdempotencyStore | false; readonly handlerTimeoutMs: number | undefined };
+  readonly options: {
+    readonly store: IdempotencyStore | false;
+    /** Transactional mode: each event's handlers run in its transaction; `store` is not used. */
+    readonly transactions: EventTransactions | undefined;
+    readonly handlerTimeoutMs: number | undefined;
+  };
   reportError(error: WebhookVerificationError, context: ErrorContext): void;
 }
 
@@ -30,6 +37,7 @@ interface Run {
   readonly host: RunOnceHost;
   readonly handlers: readonly AnyHandler[];
   readonly event: AnyEvent;
+  /** Transactional mode: `context.transaction` is set once the transaction is open. */
   readonly context: HandlerContext;
   /** Where its failures are reported: `onError`, with the delivery's context. */
   readonly report: (error: WebhookVerificationError) => void;
@@ -55,7 +63,8 @@ export function runOnce(
     host.reportError(error, { request, deliveryId, timestamp, event } satisfies ErrorContext);
   };
   const run: Run = { host, handlers, event, context, report };
-  const claimed = claimEvent(host.options.store, event.id, report);
+  const { store, transactions } = host.options;
+  const claimed = transactions ? beginEvent(transactions, event.id) : claimEvent(store, event.id, report);
   return claimed instanceof Promise ? claimed.then((outcome) => afterClaim(run, outcome)) : afterClaim(run, claimed);
 }
 
@@ -64,10 +73,11 @@ function rejected(run: Run, error: WebhookVerificationError): Outcome {
   return { kind: 'rejected', error };
 }
 
-function afterClaim(run: Run, claimed: ClaimOutcome): Maybe<Outcome> {
+function afterClaim(given: Run, claimed: ClaimOutcome): Maybe<Outcome> {
   if (claimed.kind === 'completed') return DUPLICATE;
-  if (claimed.kind === 'rejected') return rejected(run, claimed.error);
+  if (claimed.kind === 'rejected') return rejected(given, claimed.error);
   const claim = claimed;
+  const run = claim.open ? { ...given, context: { ...given.context, transaction: claim.open.transaction } } : given;
   const { handlers, event, context } = run;
   for (let i = 0; i < handlers.length; i++) {
     let result: unknown;
@@ -83,12 +93,30 @@ function afterClaim(run: Run, claimed: ClaimOutcome): Maybe<Outcome> {
 }
 
 function succeeded(run: Run, claim: HeldClaim): Maybe<Outcome> {
+  // Transactional mode: the commit keeps the handlers' writes and the record together, or neither.
+  const open = claim.open;
+  if (open) {
+    return new Promise<void>((resolve) => resolve(open.commit())).then(
+      () => DONE,
+      (cause: unknown) => rejected(run, commitFailed(claim.id, cause)),
+    );
+  }
   const recorded = completeClaim(claim, run.report);
   return recorded instanceof Promise ? recorded.then(() => DONE) : DONE;
 }
 
 function failed(run: Run, claim: HeldClaim, cause: unknown): Maybe<Outcome> {
   const error = handlerFailed(run.event, cause);
+  const open = claim.open;
+  if (open) {
+    return new Promise<void>((resolve) => resolve(open.rollback())).then(
+      () => rejected(run, error),
+      (failure: unknown) => {
+        run.report(rollbackFailed(claim.id, failure));
+        return rejected(run, error);
+      },
+    );
+  }
   const released = releaseClaim(claim, run.report);
   return released instanceof Promise ? released.then(() => rejected(run, error)) : rejected(run, error);
 }

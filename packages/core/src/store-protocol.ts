@@ -2,6 +2,7 @@ import { WebhookVerificationError } from './errors.js';
 import { isThenable, type Maybe } from './maybe.js';
 import { claimNow, completeNow, type MemoryStore, releaseNow, syncMemoryStore } from './memory-store.js';
 import { type ClaimResult, DEFAULT_IN_FLIGHT_TTL_MS, type IdempotencyStore } from './store.js';
+import { beginFailed, checkBegun, type EventTransactions, type OpenEvent } from './transactions.js';
 
 /**
  * How core drives an `IdempotencyStore`: every call it makes (claim, complete, release, extend),
@@ -24,6 +25,8 @@ export interface HeldClaim {
   readonly memory: MemoryStore | undefined;
   readonly id: string;
   readonly token: string | number;
+  /** Transactional mode: the event's open transaction, which commits or rolls back instead of a store. */
+  readonly open?: OpenEvent<unknown>;
 }
 
 /** What claiming an event came to: run the handlers, acknowledge a duplicate, or answer an error. */
@@ -82,6 +85,32 @@ export function claimEvent(store: IdempotencyStore | false, eventId: string, rep
   );
 }
 
+/**
+ * Transactional mode: opens the event's transaction with `transactions.begin`. A failure, or an
+ * answer that is none of the three, is `STORE_UNAVAILABLE`; an event another transaction holds is
+ * `IN_FLIGHT`. Always a promise: a database is never synchronous.
+ */
+export function beginEvent(transactions: EventTransactions, eventId: string): Promise<ClaimOutcome> {
+  return new Promise<unknown>((resolve) => resolve(transactions.begin(eventId)))
+    .then((answer): ClaimOutcome => {
+      const begun = checkBegun(answer);
+      if (begun.state === 'completed') return COMPLETED;
+      if (begun.state === 'in-flight') return inFlight();
+      return { kind: 'claimed', store: undefined, memory: undefined, id: eventId, token: 0, open: begun };
+    })
+    .catch((cause: unknown): ClaimOutcome => ({ kind: 'rejected', error: beginFailed(cause) }));
+}
+
+function inFlight(): ClaimOutcome {
+  return {
+    kind: 'rejected',
+    error: new WebhookVerificationError(
+      'IN_FLIGHT',
+      'This event is still being processed by an earlier delivery; it was not run again.',
+    ),
+  };
+}
+
 function unavailable(cause: unknown): ClaimOutcome {
   return {
     kind: 'rejected',
@@ -129,15 +158,7 @@ function claimOutcome(
     }
   }
   if (result === 'completed') return COMPLETED;
-  if (result === 'in-flight') {
-    return {
-      kind: 'rejected',
-      error: new WebhookVerificationError(
-        'IN_FLIGHT',
-        'This event is still being processed by an earlier delivery; it was not run again.',
-      ),
-    };
-  }
+  if (result === 'in-flight') return inFlight();
   return { kind: 'claimed', store, memory, id, token };
 }
 

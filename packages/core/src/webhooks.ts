@@ -16,7 +16,13 @@ import { type PipelineHost, runPipeline } from './pipeline.js';
 import { processQueued, type QueuedDelivery, type QueuedRun } from './queue.js';
 import { verifyDelivery, verifyDeliveryAnywhere } from './verify.js';
 
-export type { ErrorContext, ErrorHandler, EventHandler, HandlerContext } from './context.js';
+export type {
+  ErrorContext,
+  ErrorHandler,
+  EventHandler,
+  HandlerContext,
+  TransactionalHandlerContext,
+} from './context.js';
 
 const KNOWN = new Set<string>(EVENT_TYPES);
 
@@ -26,12 +32,14 @@ const KNOWN = new Set<string>(EVENT_TYPES);
  * @typeParam M - optional map from event type to the shape of its `data.object`; a key that is
  *   not an event type is a type error
  * @typeParam TRequest - the request type handlers see as `context.request`
+ * @typeParam TTransaction - transactional mode: what handlers see as `context.transaction`
+ *   (inferred from the `transactions` option)
  * @example
  * const webhooks = new Webhooks({ secret: process.env.SIGNING_SECRET })
  * webhooks.on('image.created', async (event, { deliveryId }) => { await index(event.data.object) })
  * app.post('/webhooks', webhookMiddleware(webhooks))
  */
-export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest = unknown> {
+export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest = unknown, TTransaction = unknown> {
   // Private fields: no reflection (getOwnPropertyDescriptors, showHidden inspection) reaches them.
   readonly #options: ResolvedOptions;
   readonly #byType = new Map<string, AnyHandler[]>();
@@ -40,8 +48,8 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
   /** What the pipeline sees: the options, the handlers of a type, and the error reporter. */
   readonly #host: PipelineHost;
 
-  constructor(options: WebhooksOptions) {
-    this.#options = resolveOptions(options);
+  constructor(options: WebhooksOptions<TTransaction>) {
+    this.#options = resolveOptions(options as WebhooksOptions<unknown>);
     this.#host = {
       options: this.#options,
       handlersFor: (type) => this.#byType.get(type) ?? this.#any,
@@ -51,10 +59,12 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
 
   /** What `console.log(webhooks)` shows: the settings, never the secrets. */
   [Symbol.for('nodejs.util.inspect.custom')](): string {
-    const { secrets, tolerance, maxBodyBytes, store, queue } = this.#options;
+    const { secrets, tolerance, maxBodyBytes, store, queue, transactions } = this.#options;
     const storeName = store === false ? 'false' : (store.constructor?.name ?? 'custom');
     const queued = queue === undefined ? '' : `, queue: ${queue.constructor?.name ?? 'custom'}`;
-    return `Webhooks { secrets: ${secrets.length} (hidden), tolerance: ${tolerance}, maxBodyBytes: ${maxBodyBytes}, store: ${storeName}${queued} }`;
+    const transactional =
+      transactions === undefined ? '' : `, transactions: ${transactions.constructor?.name ?? 'custom'}`;
+    return `Webhooks { secrets: ${secrets.length} (hidden), tolerance: ${tolerance}, maxBodyBytes: ${maxBodyBytes}, store: ${storeName}${queued}${transactional} }`;
   }
 
   /** Largest body accepted, in bytes (the `maxBodyBytes` option). */
@@ -76,7 +86,7 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    * webhooks.on('quota.warned', (event) => notify(event.data.object))
    * webhooks.on(['quota.warned', 'quota.exceeded'], (event) => event.type) // narrowed union
    */
-  on<K extends EventType>(type: K | readonly K[], handler: EventHandler<EventOf<M, K>, TRequest>): this {
+  on<K extends EventType>(type: K | readonly K[], handler: EventHandler<EventOf<M, K>, TRequest, TTransaction>): this {
     const types: readonly string[] = Array.isArray(type) ? type : [type as K];
     if (typeof handler !== 'function') throw new TypeError('pixhook: on(type, handler) needs a handler function.');
     if (types.length === 0) throw new TypeError('pixhook: on([], handler) needs at least one event type.');
@@ -96,7 +106,7 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    * @example
    * webhooks.onAny((event, { deliveryId }) => log.info({ type: event.type, deliveryId }))
    */
-  onAny(handler: EventHandler<AnyEvent<M>, TRequest>): this {
+  onAny(handler: EventHandler<AnyEvent<M>, TRequest, TTransaction>): this {
     if (typeof handler !== 'function') throw new TypeError('pixhook: onAny(handler) needs a handler function.');
     this.#any.push(handler as AnyHandler);
     for (const list of this.#byType.values()) list.push(handler as AnyHandler);
