@@ -1,0 +1,185 @@
+import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
+import type { ResolvedOptions } from './options.js';
+import { type Statements, statements } from './sql.js';
+
+/** What pixhook uses of a `pg` `Pool` (a `pg.Pool`, or one from another copy of `pg`). */
+export type PoolLike = Pick<Pool, 'connect' | 'query'>;
+
+export function assertPool(owner: string, pool: unknown): asserts pool is Pool {
+  const candidate = pool as Partial<Pool> | null | undefined;
+  if (typeof candidate?.connect !== 'function' || typeof candidate?.query !== 'function') {
+    throw new TypeError(
+      `pixhook: new ${owner}(pool) needs a node-postgres Pool (new pg.Pool({ connectionString })); got ${pool === null ? 'null' : typeof pool}.`,
+    );
+  }
+}
+
+/** Pools pixhook gave a fallback `error` listener, so each gets one only. */
+const guardedPools = new WeakSet<object>();
+
+/**
+ * node-postgres emits `error` on the pool when an idle connection breaks (Postgres restarted, a
+ * network cut); with no listener that event crashes the process. A pool nobody listens on gets one
+ * that logs, at most once a minute: the pool has already dropped the broken connection.
+ */
+function guardPool(pool: Pool): void {
+  if (guardedPools.has(pool) || typeof pool.on !== 'function' || typeof pool.listenerCount !== 'function') return;
+  guardedPools.add(pool);
+  if (pool.listenerCount('error') > 0) return;
+  let lastLogged = 0;
+  pool.on('error', (error: Error) => {
+    const now = Date.now();
+    if (now - lastLogged < 60_000) return;
+    lastLogged = now;
+    console.error(
+      `pixhook: @pixhook/postgres: an idle Postgres connection failed (${error.message}); the pool dropped it. Add pool.on('error', …) to handle these yourself.`,
+    );
+  });
+}
+
+/** The error of a step that did not answer within `timeoutMs`. */
+export class PostgresTimeoutError extends Error {
+  override readonly name = 'PostgresTimeoutError';
+}
+
+/** Errors whose cause is the table or schema missing get a message that says what to do. */
+function explained(error: unknown, options: ResolvedOptions): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === '42P01' || code === '3F000') {
+    return new Error(
+      `pixhook: the table ${options.table.qualified} does not exist: run migrate(pool) from @pixhook/postgres at startup, or apply its migration.sql.`,
+      { cause: error },
+    );
+  }
+  return error;
+}
+
+/**
+ * A pool, the statements of one table, and the timeout of each step. Every step either answers
+ * within `timeoutMs` or rejects with a `PostgresTimeoutError`.
+ */
+export class Database {
+  readonly pool: Pool;
+  readonly options: ResolvedOptions;
+  readonly sql: Statements;
+  #nextPrune = 0;
+
+  constructor(pool: Pool, options: ResolvedOptions) {
+    this.pool = pool;
+    this.options = options;
+    this.sql = statements(options.table);
+    guardPool(pool);
+    // The first delivery prunes what earlier runs left behind.
+    this.#nextPrune = options.pruneIntervalMs === undefined ? Number.POSITIVE_INFINITY : 0;
+  }
+
+  /** Runs one statement on the pool (autocommit). */
+  query<R extends QueryResultRow>(text: string, values: readonly unknown[], what: string): Promise<QueryResult<R>> {
+    return this.#bounded(this.pool.query<R>(text, values as unknown[]), what);
+  }
+
+  /** Runs one statement on `client`; a client that did not answer in time is closed. */
+  async queryOn<R extends QueryResultRow>(
+    client: CheckedOut,
+    text: string,
+    values: readonly unknown[],
+    what: string,
+  ): Promise<QueryResult<R>> {
+    try {
+      return await this.#bounded(client.client.query<R>(text, values as unknown[]), what);
+    } catch (error) {
+      if (error instanceof PostgresTimeoutError) client.destroy(error);
+      throw error;
+    }
+  }
+
+  /**
+   * A connection from the pool, with an `error` listener for as long as it is out (node-postgres
+   * crashes the process on a connection error nobody listens for). One that arrives after the
+   * timeout is given back at once.
+   */
+  connect(): Promise<CheckedOut> {
+    const connecting = this.pool.connect();
+    return this.#bounded(connecting, 'a connection from the pool', (late: PoolClient) => late.release()).then(
+      (client) => new CheckedOut(client),
+    );
+  }
+
+  /** Deletes expired rows in the background, at most once per `pruneIntervalMs`. */
+  maybePrune(): void {
+    const now = Date.now();
+    if (now < this.#nextPrune) return;
+    this.#nextPrune = now + (this.options.pruneIntervalMs ?? 0);
+    // A failure is harmless (expired rows count as absent) and the next interval tries again.
+    this.prune().catch(() => {});
+  }
+
+  /** Deletes every expired row, 10,000 at a time; resolves with how many. */
+  async prune(): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const result = await this.query(this.sql.prune, [10_000], 'deleting expired events');
+      deleted += result.rowCount ?? 0;
+      if ((result.rowCount ?? 0) < 10_000) return deleted;
+    }
+  }
+
+  /** `pending`, or a `PostgresTimeoutError` after `timeoutMs`; `late` gets a value that came too late. */
+  #bounded<T>(pending: Promise<T>, what: string, late?: (value: T) => void): Promise<T> {
+    const { timeoutMs } = this.options;
+    return new Promise<T>((resolve, reject) => {
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        reject(
+          new PostgresTimeoutError(`pixhook: Postgres did not answer within timeoutMs (${timeoutMs} ms): ${what}.`),
+        );
+      }, timeoutMs);
+      pending.then(
+        (value) => {
+          clearTimeout(timer);
+          if (timedOut) late?.(value);
+          else resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          if (!timedOut) reject(explained(error, this.options));
+        },
+      );
+    });
+  }
+}
+
+/** A connection checked out of the pool, released exactly once. */
+export class CheckedOut {
+  readonly client: PoolClient;
+  #released = false;
+  #broken: Error | undefined;
+  readonly #onError = (error: Error) => {
+    this.#broken ??= error;
+  };
+
+  constructor(client: PoolClient) {
+    this.client = client;
+    client.on('error', this.#onError);
+  }
+
+  /** Back to the pool, or closed when it failed (then Postgres rolls back what was open on it). */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    // A broken connection is closed by the pool and may still emit errors: keep listening to it.
+    if (this.#broken === undefined) this.client.removeListener('error', this.#onError);
+    try {
+      this.client.release(this.#broken);
+    } catch {
+      // A handler released the connection itself: the pool has it back already.
+    }
+  }
+
+  /** Closes the connection (Postgres rolls back its open transaction) instead of reusing it. */
+  destroy(error: Error): void {
+    this.#broken ??= error;
+    this.release();
+  }
+}

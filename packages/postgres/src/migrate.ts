@@ -1,0 +1,45 @@
+import type { Pool } from 'pg';
+import { assertPool } from './database.js';
+import { resolveTableOptions, type TableOptions } from './options.js';
+import { migrationSql } from './sql.js';
+
+/**
+ * The SQL that creates pixhook's table (and its index), for your own migration tool. With no
+ * options it is the package's `migration.sql` (`@pixhook/postgres/migration.sql`). Safe to run
+ * again: every statement is `IF NOT EXISTS`.
+ *
+ * @example
+ * // a knex / node-pg-migrate / Drizzle Kit migration
+ * await db.raw(migrationSql({ schema: 'webhooks' }))
+ */
+export function getMigrationSql(options?: TableOptions): string {
+  return migrationSql(resolveTableOptions('getMigrationSql', options));
+}
+
+/**
+ * Creates pixhook's table if it does not exist, in one transaction, under an advisory lock (so
+ * several instances starting at once do not race). Call it at startup, before the first delivery.
+ * The schema must exist.
+ *
+ * @example
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL })
+ * await migrate(pool)
+ */
+export async function migrate(pool: Pool, options?: TableOptions): Promise<void> {
+  assertPool('migrate', pool);
+  const sql = migrationSql(resolveTableOptions('migrate', options));
+  const client = await pool.connect();
+  let failure: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended('pixhook:migrate', 0))");
+    await client.query(sql);
+    await client.query('COMMIT');
+  } catch (error) {
+    failure = error instanceof Error ? error : new Error(String(error));
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release(failure);
+  }
+}

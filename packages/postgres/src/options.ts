@@ -1,0 +1,126 @@
+import { assertKnownOptions, DEFAULT_COMPLETED_TTL_MS, DEFAULT_IN_FLIGHT_TTL_MS, describeType } from '@pixhook/core';
+import { type TableName, tableName } from './sql.js';
+
+/** Where the table lives: shared by `migrate()`, `PostgresStore` and `PostgresTransactions`. */
+export interface TableOptions {
+  /**
+   * The schema of pixhook's table. It must exist (`public` always does).
+   * @default 'public'
+   */
+  schema?: string;
+  /**
+   * The table that records processed events. Several apps or endpoints sharing one database use one
+   * table each; instances that must de-duplicate together use the same one.
+   * @default 'pixhook_events'
+   */
+  table?: string;
+}
+
+/** Options of `PostgresTransactions`. */
+export interface PostgresTransactionsOptions extends TableOptions {
+  /**
+   * How long a processed event is remembered, in ms. The service's retries span about 32.6 hours
+   * (1 min + 5 min + 30 min + 2 h + 6 h + 24 h), so keep it above that.
+   * @default 172_800_000 (48 hours, DEFAULT_COMPLETED_TTL_MS)
+   */
+  completedTtlMs?: number;
+  /**
+   * Longest wait, in ms, for each of pixhook's own steps: a connection from the pool, `BEGIN`, the
+   * lock, the check, the record and `COMMIT`. Past it the delivery answers 503 `STORE_UNAVAILABLE`
+   * (the connection is closed, so Postgres rolls back whatever was open) and the service retries:
+   * without it, a pool waiting for a connection to a Postgres that is away would hold the request
+   * past the service's 10-second deadline. The handlers' own queries are not bounded by it. At most
+   * 9_000.
+   * @default 2_000
+   */
+  timeoutMs?: number;
+  /**
+   * How often processed events past `completedTtlMs` are deleted, in ms: at most once per interval,
+   * in the background of a delivery. `false` turns it off (call `prune()` yourself, from a cron job).
+   * @default 600_000 (10 minutes)
+   */
+  pruneIntervalMs?: number | false;
+}
+
+/** Options of `PostgresStore`. */
+export interface PostgresStoreOptions extends PostgresTransactionsOptions {
+  /**
+   * How long a claim holds while handlers run, in ms. An instance that dies mid-handler blocks its
+   * event for this long (retries meanwhile answer 409). Core renews the claim of a handler running
+   * past `handlerTimeoutMs`, so a slow handler keeps it.
+   * @default 600_000 (10 minutes, DEFAULT_IN_FLIGHT_TTL_MS)
+   */
+  inFlightTtlMs?: number;
+}
+
+export interface ResolvedOptions {
+  readonly table: TableName;
+  readonly completedTtlMs: number;
+  readonly inFlightTtlMs: number;
+  readonly timeoutMs: number;
+  readonly pruneIntervalMs: number | undefined;
+}
+
+/** Default of `timeoutMs`: leaves the steps and the handlers within the 10 s deadline. */
+export const DEFAULT_TIMEOUT_MS = 2_000;
+/** The service gives up on an answer after 10 s; a wait near that would always be too late. */
+const MAX_TIMEOUT_MS = 9_000;
+const DEFAULT_PRUNE_INTERVAL_MS = 10 * 60 * 1000;
+
+const TABLE_OPTIONS = ['schema', 'table'] as const;
+const TRANSACTIONS_OPTIONS = [...TABLE_OPTIONS, 'completedTtlMs', 'timeoutMs', 'pruneIntervalMs'] as const;
+const STORE_OPTIONS = [...TRANSACTIONS_OPTIONS, 'inFlightTtlMs'] as const;
+
+function milliseconds(owner: string, name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(
+      `pixhook: ${owner}: ${name} must be a positive whole number of milliseconds, got ${describeType(value)}.`,
+    );
+  }
+  return value;
+}
+
+function checkedObject(owner: string, options: unknown): Record<string, unknown> {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new TypeError(`pixhook: ${owner}: options must be an object, got ${describeType(options)}.`);
+  }
+  return options as Record<string, unknown>;
+}
+
+/** The table's name from `schema` and `table`, checked. */
+export function resolveTable(owner: string, options: unknown): TableName {
+  const given = checkedObject(owner, options);
+  return tableName(owner, given.schema ?? 'public', given.table ?? 'pixhook_events');
+}
+
+/** `migrate()`'s options, checked. */
+export function resolveTableOptions(owner: string, options: unknown): TableName {
+  const given = checkedObject(owner, options);
+  assertKnownOptions(given, TABLE_OPTIONS, `pixhook: ${owner}`);
+  return resolveTable(owner, given);
+}
+
+/** Applies the defaults and throws a `TypeError`/`RangeError` for an option that cannot work. */
+export function resolveOptions(owner: 'PostgresStore' | 'PostgresTransactions', options: unknown): ResolvedOptions {
+  const given = checkedObject(owner, options);
+  assertKnownOptions(given, owner === 'PostgresStore' ? STORE_OPTIONS : TRANSACTIONS_OPTIONS, `pixhook: ${owner}`);
+  const timeoutMs = milliseconds(owner, 'timeoutMs', given.timeoutMs, DEFAULT_TIMEOUT_MS);
+  if (timeoutMs > MAX_TIMEOUT_MS) {
+    throw new RangeError(
+      `pixhook: ${owner}: timeoutMs is ${timeoutMs}, above ${MAX_TIMEOUT_MS}: the service stops waiting for an answer after 10 s, so a longer wait could never answer in time.`,
+    );
+  }
+  const pruneIntervalMs =
+    given.pruneIntervalMs === false
+      ? undefined
+      : milliseconds(owner, 'pruneIntervalMs', given.pruneIntervalMs, DEFAULT_PRUNE_INTERVAL_MS);
+  return {
+    table: resolveTable(owner, given),
+    completedTtlMs: milliseconds(owner, 'completedTtlMs', given.completedTtlMs, DEFAULT_COMPLETED_TTL_MS),
+    inFlightTtlMs: milliseconds(owner, 'inFlightTtlMs', given.inFlightTtlMs, DEFAULT_IN_FLIGHT_TTL_MS),
+    timeoutMs,
+    pruneIntervalMs,
+  };
+}

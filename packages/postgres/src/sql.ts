@@ -1,0 +1,116 @@
+/**
+ * Every SQL statement pixhook runs, built once per store from the checked table name. Values always
+ * travel as parameters; only the schema and table names are written into the text, quoted.
+ */
+
+/** A checked, quoted table name. */
+export interface TableName {
+  readonly schema: string;
+  readonly table: string;
+  /** `"schema"."table"`, ready for SQL text. */
+  readonly qualified: string;
+}
+
+/** Postgres truncates identifiers to 63 bytes; a longer name would silently name another table. */
+const MAX_IDENTIFIER_BYTES = 63;
+
+function identifier(owner: string, name: string, value: unknown): string {
+  if (typeof value !== 'string' || value === '') {
+    throw new TypeError(`pixhook: ${owner}: ${name} must be a non-empty string.`);
+  }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
+  if (/[\u0000-\u001f\u007f]/.test(value)) {
+    throw new TypeError(`pixhook: ${owner}: ${name} must not contain control characters.`);
+  }
+  if (Buffer.byteLength(value) > MAX_IDENTIFIER_BYTES) {
+    throw new RangeError(`pixhook: ${owner}: ${name} is longer than Postgres' ${MAX_IDENTIFIER_BYTES}-byte limit.`);
+  }
+  return `"${value.replaceAll('"', '""')}"`;
+}
+
+export function tableName(owner: string, schema: unknown, table: unknown): TableName {
+  const quotedSchema = identifier(owner, 'schema', schema);
+  const quotedTable = identifier(owner, 'table', table);
+  // The index's name is the table's with a suffix: it must fit too.
+  identifier(owner, 'table', `${table as string}_expires_at`);
+  return { schema: schema as string, table: table as string, qualified: `${quotedSchema}.${quotedTable}` };
+}
+
+/**
+ * The migration: one table, one row per event, and an index for pruning. Safe to run again (every
+ * statement is `IF NOT EXISTS`).
+ *
+ * - `state`: `in-flight` (a `PostgresStore` claim held by `token`) or `completed`.
+ * - `expires_at`: when the claim lapses, or when the completed event is forgotten; a row past it
+ *   counts as absent, and `prune()` deletes it.
+ */
+export function migrationSql(table: TableName): string {
+  const index = `"${`${table.table}_expires_at`.replaceAll('"', '""')}"`;
+  return `-- pixhook: the table that records processed webhook events (@pixhook/postgres).
+CREATE TABLE IF NOT EXISTS ${table.qualified} (
+  event_id   text        PRIMARY KEY,
+  state      text        NOT NULL CHECK (state IN ('in-flight', 'completed')),
+  token      text,
+  expires_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS ${index} ON ${table.qualified} (expires_at);
+`;
+}
+
+/** Milliseconds from now, in SQL, from a parameter holding a number of milliseconds. */
+const after = (param: string) => `now() + ${param}::bigint * interval '1 millisecond'`;
+
+/** The statements of a store on `table`. */
+export function statements(table: TableName) {
+  const t = table.qualified;
+  return {
+    /**
+     * $1 event id, $2 token, $3 in-flight ms. Claims the event unless a live row holds it; answers
+     * `claimed`, or the live row's state. No row at all: another claim inserted it after this
+     * statement's snapshot was taken, so it is in flight.
+     */
+    claim: `WITH claimed AS (
+  INSERT INTO ${t} AS t (event_id, state, token, expires_at) VALUES ($1, 'in-flight', $2, ${after('$3')})
+  ON CONFLICT (event_id) DO UPDATE SET state = 'in-flight', token = EXCLUDED.token, expires_at = EXCLUDED.expires_at, updated_at = now()
+  WHERE t.expires_at <= now()
+  RETURNING 'claimed'::text AS result
+)
+SELECT result FROM claimed
+UNION ALL
+SELECT state FROM ${t} WHERE event_id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`,
+    /**
+     * $1 event id, $2 token, $3 completed ms. Records the completion when `token` holds the claim or
+     * nobody live does; `done` 0 and `state` not `completed`: another claim holds the event.
+     */
+    complete: `WITH done AS (
+  INSERT INTO ${t} AS t (event_id, state, token, expires_at) VALUES ($1, 'completed', NULL, ${after('$3')})
+  ON CONFLICT (event_id) DO UPDATE SET state = 'completed', token = NULL, expires_at = EXCLUDED.expires_at, updated_at = now()
+  WHERE t.expires_at <= now() OR (t.state = 'in-flight' AND t.token = $2)
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM done)::int AS done, (SELECT state FROM ${t} WHERE event_id = $1 AND expires_at > now()) AS state`,
+    /** $1 event id, $2 token: drops the claim if `token` still holds it. */
+    release: `DELETE FROM ${t} WHERE event_id = $1 AND state = 'in-flight' AND token = $2`,
+    /** $1 event id, $2 token, $3 in-flight ms: renews `token`'s live claim. */
+    extend: `UPDATE ${t} SET expires_at = ${after('$3')}, updated_at = now()
+WHERE event_id = $1 AND state = 'in-flight' AND token = $2 AND expires_at > now()`,
+    /**
+     * $1 the lock's text (table and event id): the transaction's lock on the event, taken without
+     * waiting. Released by Postgres at commit or rollback, or when the connection drops.
+     */
+    lock: 'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
+    /** $1 event id: the event's live row, if any (a separate statement, so it sees what committed before the lock). */
+    check: `SELECT state FROM ${t} WHERE event_id = $1 AND expires_at > now()`,
+    /** $1 event id, $2 completed ms: records the event as processed, inside the transaction. */
+    record: `INSERT INTO ${t} AS t (event_id, state, token, expires_at) VALUES ($1, 'completed', NULL, ${after('$2')})
+ON CONFLICT (event_id) DO UPDATE SET state = 'completed', token = NULL, expires_at = EXCLUDED.expires_at, updated_at = now()`,
+    /**
+     * $1 most rows: deletes expired rows, a bounded batch at a time. The outer condition is checked
+     * again on each row, so one claimed again meanwhile stays.
+     */
+    prune: `DELETE FROM ${t} WHERE event_id IN (SELECT event_id FROM ${t} WHERE expires_at <= now() LIMIT $1) AND expires_at <= now()`,
+  } as const;
+}
+
+export type Statements = ReturnType<typeof statements>;
