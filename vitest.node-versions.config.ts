@@ -16,6 +16,8 @@ const include = [
   'packages/{express,fastify,koa,fetch}/test/**/*.test.ts',
   // Queued mode over every adapter, on a real Redis.
   'packages/bullmq/test/**/*.test.ts',
+  // Transactional handlers and the pg-boss queue over every adapter, on a real Postgres.
+  'packages/postgres/test/**/*.test.ts',
 ];
 const runtimeTests = ['packages/fetch/test/{bun,workerd,bundle}.test.ts'];
 

@@ -5,7 +5,9 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { httpSend } from '@pixhook/test-helpers/adapters';
+import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url));
@@ -144,5 +146,37 @@ describeWithRedis('examples/queued', () => {
     expect(receiver.stdout()).not.toContain('processed');
     expect(await stop(worker)).toBe(0);
     expect(await stop(receiver.child)).toBe(0);
+  });
+});
+
+describeWithPostgres('examples/postgres', () => {
+  let postgres: PostgresServer;
+  beforeAll(async () => {
+    postgres = await startPostgresServer();
+  });
+  afterAll(async () => {
+    await postgres?.close();
+  });
+
+  it('receiver.mjs migrates, commits each event once with its row, and stops on SIGTERM', async () => {
+    const example = await startExample('postgres/receiver.mjs', { DATABASE_URL: postgres.url });
+    const event = createTestEvent('image.created', { id: 'img_example', url: 'https://cdn.example/img.png' });
+    const signed = createSignedRequest(event, { secret: SECRET });
+    const send = () => httpSend(example.port, { path: '/webhooks', headers: signed.headers, body: signed.body });
+    const first = await send();
+    expect(first.status).toBe(200);
+    expect(first.json).toEqual({ received: true });
+    expect((await send()).json).toEqual({ received: true, duplicate: true });
+    expect(example.stdout()).toContain(`stored image img_example for ${event.id}`);
+    const pool = new pg.Pool({ connectionString: postgres.url });
+    try {
+      const { rows } = await pool.query('SELECT id, url FROM images');
+      expect(rows).toEqual([{ id: 'img_example', url: 'https://cdn.example/img.png' }]);
+      const recorded = await pool.query('SELECT state FROM pixhook_events WHERE event_id = $1', [event.id]);
+      expect(recorded.rows).toEqual([{ state: 'completed' }]);
+    } finally {
+      await pool.end();
+    }
+    expect(await stop(example.child)).toBe(0);
   });
 });

@@ -48,6 +48,15 @@ const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
   '@pixhook/fetch': { '.': { createFetchHandler: 'function' } },
   '@pixhook/redis': { '.': { RedisStore: 'function' } },
   '@pixhook/bullmq': { '.': { BullMQQueue: 'function', jobIdFor: 'function' } },
+  '@pixhook/postgres': {
+    '.': {
+      PostgresStore: 'function',
+      PostgresTransactions: 'function',
+      PgBossQueue: 'function',
+      migrate: 'function',
+      getMigrationSql: 'function',
+    },
+  },
 };
 
 /**
