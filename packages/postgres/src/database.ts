@@ -73,9 +73,14 @@ export class Database {
     this.#nextPrune = options.pruneIntervalMs === undefined ? Number.POSITIVE_INFINITY : 0;
   }
 
-  /** Runs one statement on the pool (autocommit). */
-  query<R extends QueryResultRow>(text: string, values: readonly unknown[], what: string): Promise<QueryResult<R>> {
-    return this.#bounded(this.pool.query<R>(text, values as unknown[]), what);
+  /** Runs one statement on the pool (autocommit); `late` gets a result that came after the timeout. */
+  query<R extends QueryResultRow>(
+    text: string,
+    values: readonly unknown[],
+    what: string,
+    late?: (result: QueryResult<R>) => void,
+  ): Promise<QueryResult<R>> {
+    return this.#bounded(this.pool.query<R>(text, values as unknown[]), what, late);
   }
 
   /** Runs one statement on `client`; a client that did not answer in time is closed. */

@@ -1,6 +1,6 @@
 import type { ClaimResult, IdempotencyStore } from '@pixhook/core';
 import type { Pool } from 'pg';
-import { assertPool, Database, PostgresTimeoutError } from './database.js';
+import { assertPool, Database } from './database.js';
 import { type PostgresStoreOptions, resolveOptions } from './options.js';
 
 /**
@@ -36,15 +36,16 @@ export class PostgresStore implements IdempotencyStore {
   async claim(eventId: string, token: string): Promise<ClaimResult> {
     const db = this.#db;
     db.maybePrune();
-    let result: { rows: { result: string }[] };
-    try {
-      result = await db.query<{ result: string }>(db.sql.claim, [eventId, token, db.options.inFlightTtlMs], 'claim');
-    } catch (error) {
-      // A claim that lands after the timeout would hold the event for inFlightTtlMs with nobody
-      // running it: give it back once Postgres answers.
-      if (error instanceof PostgresTimeoutError) this.release(eventId, token).catch(() => {});
-      throw error;
-    }
+    // A claim that lands after the timeout would hold the event for inFlightTtlMs with nobody
+    // running it: give it back once Postgres has answered (not before: the release would find nothing).
+    const result = await db.query<{ result: string }>(
+      db.sql.claim,
+      [eventId, token, db.options.inFlightTtlMs],
+      'claim',
+      (late) => {
+        if (late.rows[0]?.result === 'claimed') this.release(eventId, token).catch(() => {});
+      },
+    );
     const answer = result.rows[0]?.result;
     if (answer === 'claimed' || answer === 'completed') return answer;
     return 'in-flight';
