@@ -40,6 +40,13 @@ export interface PostgresTransactionsOptions extends TableOptions {
    * @default 600_000 (10 minutes)
    */
   pruneIntervalMs?: number | false;
+  /**
+   * Send pixhook's statements as named prepared statements (prepared once per connection), which
+   * halves Postgres's CPU per event. Set `false` behind a pooler that cannot keep them, such as
+   * PgBouncer before 1.21 in transaction mode.
+   * @default true
+   */
+  preparedStatements?: boolean;
 }
 
 /** Options of `PostgresStore`. */
@@ -59,6 +66,7 @@ export interface ResolvedOptions {
   readonly inFlightTtlMs: number;
   readonly timeoutMs: number;
   readonly pruneIntervalMs: number | undefined;
+  readonly preparedStatements: boolean;
 }
 
 /** Default of `timeoutMs`: leaves the steps and the handlers within the 10 s deadline. */
@@ -68,7 +76,13 @@ const MAX_TIMEOUT_MS = 9_000;
 const DEFAULT_PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 
 const TABLE_OPTIONS = ['schema', 'table'] as const;
-const TRANSACTIONS_OPTIONS = [...TABLE_OPTIONS, 'completedTtlMs', 'timeoutMs', 'pruneIntervalMs'] as const;
+const TRANSACTIONS_OPTIONS = [
+  ...TABLE_OPTIONS,
+  'completedTtlMs',
+  'timeoutMs',
+  'pruneIntervalMs',
+  'preparedStatements',
+] as const;
 const STORE_OPTIONS = [...TRANSACTIONS_OPTIONS, 'inFlightTtlMs'] as const;
 
 function milliseconds(owner: string, name: string, value: unknown, fallback: number): number {
@@ -116,7 +130,14 @@ export function resolveOptions(owner: 'PostgresStore' | 'PostgresTransactions', 
     given.pruneIntervalMs === false
       ? undefined
       : milliseconds(owner, 'pruneIntervalMs', given.pruneIntervalMs, DEFAULT_PRUNE_INTERVAL_MS);
+  const preparedStatements = given.preparedStatements ?? true;
+  if (typeof preparedStatements !== 'boolean') {
+    throw new TypeError(
+      `pixhook: ${owner}: preparedStatements must be true or false, got ${describeType(preparedStatements)}.`,
+    );
+  }
   return {
+    preparedStatements,
     table: resolveTable(owner, given),
     completedTtlMs: milliseconds(owner, 'completedTtlMs', given.completedTtlMs, DEFAULT_COMPLETED_TTL_MS),
     inFlightTtlMs: milliseconds(owner, 'inFlightTtlMs', given.inFlightTtlMs, DEFAULT_IN_FLIGHT_TTL_MS),

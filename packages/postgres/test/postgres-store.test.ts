@@ -83,6 +83,7 @@ describeWithPostgres('PostgresStore against a real Postgres', () => {
       expect(() => new PostgresStore(fakePool, { tabel: 'x' } as never)).toThrow(/tabel/);
       expect(() => new PostgresTransactions(fakePool, { inFlightTtlMs: 5 } as never)).toThrow(/inFlightTtlMs/);
       expect(() => new PostgresTransactions(fakePool, { pruneIntervalMs: false })).not.toThrow();
+      expect(() => new PostgresStore(fakePool, { preparedStatements: 'yes' } as never)).toThrow(/true or false/);
     });
 
     it('shows its table, and nothing of the connection, in console.log', () => {

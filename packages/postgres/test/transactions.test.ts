@@ -224,6 +224,37 @@ describeWithPostgres('transactional handlers against a real Postgres', () => {
     }
   });
 
+  it('prepares its statements once per connection, or sends them unnamed with preparedStatements: false', async () => {
+    const tables = await freshTables(pool);
+    const seen: Record<string, number> = {};
+    for (const preparedStatements of [true, false]) {
+      // A fresh connection, so what is prepared on it is this run's.
+      const fresh = testPool(server.url, { max: 1 });
+      try {
+        const webhooks = new Webhooks({
+          secret: SECRET,
+          transactions: new PostgresTransactions(fresh, {
+            table: tables.table,
+            preparedStatements,
+            pruneIntervalMs: false,
+          }),
+        });
+        webhooks.on('image.created', async (_event, { transaction }) => {
+          const { rows } = await transaction.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'pixhook%'",
+          );
+          seen[String(preparedStatements)] = rows[0]?.n ?? -1;
+        });
+        expect((await webhooks.handle(signed())).status).toBe(200);
+        expect((await webhooks.handle(signed())).status).toBe(200);
+      } finally {
+        await fresh.end();
+      }
+    }
+    // The lock, the check and (after the first event) the record were prepared; none without.
+    expect(seen).toEqual({ true: 3, false: 0 });
+  });
+
   it('survives idle connections dropped by Postgres on a pool without an error listener', async () => {
     const tables = await freshTables(pool);
     const { Pool } = (await import('pg')).default;
@@ -242,7 +273,7 @@ describeWithPostgres('transactional handlers against a real Postgres', () => {
         await pool.query(
           "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '' AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND state = 'idle'",
         );
-        await until(() => logged.length > 0, 'the idle connection error');
+        await until(() => logged.length > 0 && bare.totalCount === 0, 'the pool to drop its broken connections');
         expect(String(logged[0])).toMatch(/idle Postgres connection failed/);
         expect((await webhooks.handle(signed())).status).toBe(200);
       } finally {
