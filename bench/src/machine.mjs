@@ -34,6 +34,7 @@ export function machine() {
         'express',
         'fastify',
         'koa',
+        'pg',
       ]
         .map((name) => [name, version(name)])
         // The queue engine of the queued servers, a dependency of @pixhook/bullmq rather than of this package.

@@ -38,3 +38,12 @@ export function pin(pid, core) {
     return false;
   }
 }
+
+/**
+ * A command line that starts `command` pinned to one core (`taskset -c core command …`), so that
+ * every process it forks, however deep, inherits the pinning; unchanged where pinning is unavailable.
+ * Returns `[command, args]`.
+ */
+export function pinnedCommand(core, command, args) {
+  return usable ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
+}

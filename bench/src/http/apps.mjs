@@ -1,8 +1,9 @@
 // One HTTP server per (framework, variant), each with its webhook route at /webhooks:
 // - bare: a route that reads nothing and answers 200 (the framework's ceiling);
 // - baseline: the framework's raw-body parser and the hand-written verification;
-// - pixhook: the pixhook adapter, mounted as its README says (store: memory, redis, or none; or queued
-//   mode on BullMQ, store: 'bullmq', whose handler runs in a worker process);
+// - pixhook: the pixhook adapter, mounted as its README says (store: memory, redis, postgres, or none;
+//   transactional handlers on Postgres, store: 'transactions'; or queued mode on BullMQ, store:
+//   'bullmq', whose handler runs in a worker process);
 // - octokit: @octokit/webhooks' createNodeMiddleware (Express only), with GitHub's signatures.
 // Each server process imports only its own framework (apps/<framework>.mjs), as a real app does:
 // code that is loaded but unused elsewhere changes how V8 compiles what the server runs (loading
@@ -17,12 +18,21 @@ import { handledCount } from './baseline.mjs';
  * the queue worker). With `store: 'bullmq'` it is queued mode instead: a `BullMQQueue` named
  * `queueName` on the bench's redis-server, whose `queue` is returned too (for `startWorker`); the
  * server answers 202 once the job is written, and the worker process (worker.mjs) runs the handler.
+ * With `store: 'postgres'` it is a `PostgresStore` on a pool of `POOL_MAX` connections to
+ * `postgresUrl`, and with `store: 'transactions'` transactional mode (`PostgresTransactions`), whose
+ * handler also writes one row through `context.transaction` (see `postgres`).
  */
-export async function createWebhooks({ store = 'memory', redisPort, queueName, handler } = {}) {
+export async function createWebhooks({ store = 'memory', redisPort, queueName, handler, ...pgOptions } = {}) {
   const { MemoryStore, Webhooks } = await import('@pixhook/core');
   let idempotency = store === 'none' ? false : new MemoryStore();
   let queue;
+  let transactions;
+  let queries;
   let close = async () => {};
+  let handled = 0;
+  const count = () => {
+    handled++;
+  };
   if (store === 'redis') {
     const [{ RedisStore }, { Redis }] = await Promise.all([import('@pixhook/redis'), import('ioredis')]);
     const client = new Redis({ host: '127.0.0.1', port: redisPort, lazyConnect: true });
@@ -37,16 +47,67 @@ export async function createWebhooks({ store = 'memory', redisPort, queueName, h
     await queue.bullQueue.waitUntilReady();
     close = () => queue.close();
   }
-  let handled = 0;
-  const webhooks = new Webhooks(queue ? { secret: SECRET, queue } : { secret: SECRET, store: idempotency });
-  webhooks.on(
-    'image.created',
-    handler ??
-      (() => {
-        handled++;
-      }),
+  if (store === 'postgres' || store === 'transactions') {
+    const db = await postgres({ ...pgOptions, transactional: store === 'transactions', count });
+    if (db.store) idempotency = db.store;
+    transactions = db.transactions;
+    handler ??= db.handler;
+    queries = db.queries;
+    close = db.close;
+  }
+  const webhooks = new Webhooks(
+    queue
+      ? { secret: SECRET, queue }
+      : transactions
+        ? { secret: SECRET, transactions }
+        : { secret: SECRET, store: idempotency },
   );
-  return { webhooks, queue, close, handled: () => handled };
+  webhooks.on('image.created', handler ?? count);
+  return { webhooks, queue, close, handled: () => handled, queries };
+}
+
+/** Connections of each Postgres server's pool (node-postgres' default is 10). */
+export const POOL_MAX = 20;
+
+/**
+ * A Postgres server's pool, table and handler. The pool holds `POOL_MAX` connections, all opened
+ * before the first request and never closed while idle (`idleTimeoutMillis: 0`), as in a server
+ * under steady traffic; each server has its own table (`migrate(pool, { table })`). Transactional:
+ * the handler inserts one row (event id, image id) into a business table of its own through
+ * `context.transaction`, then counts; the PostgresStore handler only counts, as the MemoryStore and
+ * RedisStore ones do. `queries()` is the statements sent so far: every `Client#query` of this
+ * process, pixhook's and the handler's (one round trip each).
+ */
+async function postgres({ postgresUrl, table, businessTable, transactional, count }) {
+  const [{ PostgresStore, PostgresTransactions, migrate }, { default: pg }] = await Promise.all([
+    import('@pixhook/postgres'),
+    import('pg'),
+  ]);
+  let queries = 0;
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function countedQuery(...args) {
+    queries++;
+    return query.apply(this, args);
+  };
+  const pool = new pg.Pool({ connectionString: postgresUrl, max: POOL_MAX, idleTimeoutMillis: 0 });
+  await migrate(pool, { table });
+  const clients = await Promise.all(Array.from({ length: POOL_MAX }, () => pool.connect()));
+  for (const client of clients) client.release();
+  const db = { queries: () => queries, close: () => pool.end() };
+  if (!transactional) return { ...db, store: new PostgresStore(pool, { table }) };
+  const business = `"${businessTable}"`;
+  await pool.query(
+    `CREATE TABLE IF NOT EXISTS ${business} (event_id text PRIMARY KEY, image_id text NOT NULL, received_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  const insert = `INSERT INTO ${business} (event_id, image_id) VALUES ($1, $2)`;
+  return {
+    ...db,
+    transactions: new PostgresTransactions(pool, { table }),
+    handler: async (event, { transaction }) => {
+      await transaction.query(insert, [event.id, event.data.object.id]);
+      count();
+    },
+  };
 }
 
 /** Which variants each framework has. */
@@ -58,7 +119,7 @@ export const VARIANTS = {
 
 /**
  * Starts one server on 127.0.0.1 (a free port). Returns `{ port, close }`.
- * @param {{ framework: string, variant: string, store?: string, redisPort?: number, queueName?: string, handler?: Function }} options
+ * @param {{ framework: string, variant: string, store?: string, redisPort?: number, queueName?: string, postgresUrl?: string, table?: string, businessTable?: string, handler?: Function }} options
  */
 export async function startServer({ framework, variant, ...storeOptions }) {
   const pixhook = variant === 'pixhook' ? await createWebhooks(storeOptions) : undefined;
@@ -71,7 +132,7 @@ export async function startServer({ framework, variant, ...storeOptions }) {
       await close();
       await pixhook?.close();
     };
-    return { port: server.address().port, close: closeAll, handled };
+    return { port: server.address().port, close: closeAll, handled, queries: pixhook?.queries };
   }
   if (framework !== 'express' && framework !== 'koa') throw new Error(`unknown framework ${framework}`);
   const { listener } = await import(`./apps/${framework}.mjs`);
@@ -82,5 +143,5 @@ export async function startServer({ framework, variant, ...storeOptions }) {
     await new Promise((resolve) => server.close(resolve));
     await pixhook?.close();
   };
-  return { port: server.address().port, close, handled };
+  return { port: server.address().port, close, handled, queries: pixhook?.queries };
 }

@@ -1,19 +1,8 @@
 // Starts a throwaway redis-server on a free 127.0.0.1 port, when `redis-server` is on PATH.
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { pin } from '../pin.mjs';
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
+import { clockTicks, freePort, processCpu } from './proc.mjs';
 
 function ping(port) {
   return new Promise((resolve) => {
@@ -25,29 +14,6 @@ function ping(port) {
       resolve(data.toString().startsWith('+PONG'));
     });
   });
-}
-
-/** Clock ticks per second of /proc's CPU times. */
-function clockTicks() {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK']).toString()) || 100;
-  } catch {
-    return 100;
-  }
-}
-
-/**
- * CPU time (user + system) of a process in µs, from /proc (Linux; 10 ms steps at 100 ticks per
- * second); undefined elsewhere.
- */
-function processCpu(pid, ticks) {
-  try {
-    // Fields after the command name, which is in brackets and may hold spaces: utime and stime are 12th and 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / ticks;
-  } catch {
-    return undefined;
-  }
 }
 
 /** `{ port, version, cpu, stop }`, or `{ skipped: reason }` when redis-server is not installed. */

@@ -5,7 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { startChild } from '../children.mjs';
 import { CORE } from '../pin.mjs';
 import { ratios, roundOrder, spread } from '../stats.mjs';
-import { VARIANTS } from './apps.mjs';
+import { POOL_MAX, VARIANTS } from './apps.mjs';
+import { startPostgres } from './postgres-server.mjs';
+import { clockTicks, processCpu } from './proc.mjs';
 import { startRedis } from './redis-server.mjs';
 
 const serverScript = fileURLToPath(new URL('./server.mjs', import.meta.url));
@@ -58,7 +60,17 @@ const DRAIN_TIMEOUT_MS = 60_000;
 /** The frameworks that have a Redis server: the Redis-versus-memory one and the queued ones. */
 const redisFrameworks = () => [...new Set([REDIS_FRAMEWORK, ...QUEUED_FRAMEWORKS])];
 
-function configs(redis) {
+/**
+ * The frameworks with two Postgres servers next to their MemoryStore and RedisStore ones: a
+ * `PostgresStore` one and a transactional one (`PostgresTransactions`), on a throwaway Postgres
+ * pinned with the load generator and redis-server (the servers' core runs the application alone).
+ */
+export const POSTGRES_FRAMEWORKS = ['express', 'fastify', 'koa'];
+
+/** Whether this run is CI's, where a missing Postgres fails the run instead of skipping its rows. */
+const CI = process.env.CI === 'true' || process.env.CI === '1';
+
+function configs(redis, postgres) {
   const list = [];
   for (const [framework, variants] of Object.entries(VARIANTS)) {
     for (const variant of variants) {
@@ -96,6 +108,23 @@ function configs(redis) {
       });
     }
   }
+  if (postgres.url) {
+    for (const framework of POSTGRES_FRAMEWORKS) {
+      for (const store of ['postgres', 'transactions']) {
+        list.push({
+          id: `${framework}/pixhook+${store}`,
+          framework,
+          variant: 'pixhook',
+          store,
+          postgresUrl: postgres.url,
+          // A table of pixhook's per server, and for the transactional handler a business table.
+          table: `pixhook_events_${framework}_${store}`,
+          ...(store === 'transactions' ? { businessTable: `bench_images_${framework}` } : {}),
+          scheme: 'pixhook',
+        });
+      }
+    }
+  }
   return list;
 }
 
@@ -115,7 +144,23 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
     !frameworks || redisFrameworks().some((f) => frameworks.includes(f))
       ? await startRedis({ core: CORE.client })
       : { skipped: 'not selected' };
-  const list = configs(redis).filter(wanted);
+  const problems = [];
+  let postgres = { skipped: 'not selected' };
+  if (!frameworks || POSTGRES_FRAMEWORKS.some((f) => frameworks.includes(f))) {
+    try {
+      postgres = await startPostgres({ core: CORE.client });
+    } catch (error) {
+      // Installed but broken: the run fails, and its other rows are still measured.
+      postgres = { skipped: `Postgres did not start: ${error?.message ?? error}` };
+      problems.push(postgres.skipped);
+    }
+    if (postgres.missing) {
+      process.stderr.write(`  http: ${postgres.skipped}\n`);
+      // CI must measure every row: a missing Postgres there is a broken run, not a skipped one.
+      if (CI) problems.push(`CI is set and Postgres is not installed: ${postgres.skipped}`);
+    }
+  }
+  const list = configs(redis, postgres).filter(wanted);
   // The servers measured at a fixed rate too: pixhook inline (MemoryStore, RedisStore) and queued,
   // in the queued frameworks (those of `fixed.frameworks` where it is given), with a redis-server.
   const fixedList = list.filter(
@@ -132,8 +177,8 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
   // The queue workers of the queued servers, by server id.
   const workers = new Map();
   const load = await startChild(loadScript, { core: CORE.client });
+  const ticks = clockTicks();
   const runs = Object.fromEntries(list.map((c) => [c.id, []]));
-  const problems = [];
   try {
     for (const config of list) {
       const { id, scheme, ...options } = config;
@@ -152,6 +197,8 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
       const label = rate ? `${config.id} at ${rate} req/s` : config.id;
       const workerBefore = await worker?.call({ cmd: 'reset' });
       const redisBefore = config.redisPort ? redis.cpu() : undefined;
+      const postgresBefore = config.postgresUrl ? postgres.cpu() : undefined;
+      const loadBefore = processCpu(load.pid, ticks);
       const before = await server.call({ cmd: 'cpu' });
       const result = await load.call(
         rate
@@ -169,8 +216,20 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
       // Handlers started by the end of the round, before the server is asked anything.
       const workerAtEnd = await worker?.call({ cmd: 'stats' });
       const after = await server.call({ cmd: 'cpu' });
+      const perRequest = (value) => value / Math.max(1, result.requests);
       // Server CPU per answered request: its cost, independent of the load generator's ceiling.
-      result.cpuPerRequest = (after.cpu - before.cpu) / Math.max(1, result.requests);
+      result.cpuPerRequest = perRequest(after.cpu - before.cpu);
+      // The load generator's own CPU per request (it shares its core with redis-server and Postgres).
+      const loadAfter = processCpu(load.pid, ticks);
+      if (loadBefore !== undefined && loadAfter !== undefined)
+        result.loadCpuPerRequest = perRequest(loadAfter - loadBefore);
+      if (postgresBefore !== undefined) {
+        // The cluster's CPU (every backend, background process and autovacuum worker) per answered
+        // request, and the statements (round trips) the server sent per answered request.
+        const postgresAfter = postgres.cpu();
+        if (postgresAfter !== undefined) result.postgresCpuPerRequest = perRequest(postgresAfter - postgresBefore);
+        result.queriesPerRequest = perRequest(after.queries - before.queries);
+      }
       problems.push(...problemsOf(label, result));
       let ran = after.handled - before.handled;
       if (worker) {
@@ -221,8 +280,9 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
     }
     await load.stop();
     await redis.stop?.();
+    await postgres.stop?.();
   }
-  const summary = summarise(list, runs, problems, redis, connections);
+  const summary = summarise(list, runs, problems, redis, connections, postgres);
   if (fixedList.length > 0) summary.fixed = summariseFixed(fixedList, fixedRuns, fixed, connections);
   return summary;
 }
@@ -263,7 +323,7 @@ function summariseFixed(list, runs, { rate, rounds, seconds }, connections) {
   return { rate, rounds, seconds, connections, rows, informational, runs };
 }
 
-function summarise(list, runs, problems, redis, connections) {
+function summarise(list, runs, problems, redis, connections, postgres) {
   const rps = (id) => runs[id].map((r) => r.rps);
   // Requests one core could serve, from server CPU per request: baseline CPU ÷ adapter CPU.
   const capacity = (a, b) => spread(ratios(cpu(b), cpu(a)));
@@ -272,8 +332,13 @@ function summarise(list, runs, problems, redis, connections) {
     id,
     framework,
     variant:
-      { redis: 'pixhook, RedisStore', none: 'pixhook, store: false', bullmq: 'pixhook, queued (BullMQ)' }[store] ??
-      variant,
+      {
+        redis: 'pixhook, RedisStore',
+        none: 'pixhook, store: false',
+        bullmq: 'pixhook, queued (BullMQ)',
+        postgres: 'pixhook, PostgresStore',
+        transactions: 'pixhook, transactional (PostgresTransactions)',
+      }[store] ?? variant,
     rps: spread(rps(id)),
     p50: spread(runs[id].map((r) => r.p50)),
     p99: spread(runs[id].map((r) => r.p99)),
@@ -287,6 +352,14 @@ function summarise(list, runs, problems, redis, connections) {
       ? { redisCpuPerRequest: spread(runs[id].map((r) => r.redisCpuPerRequest)) }
       : {}),
     ...(store === 'bullmq' ? { queued: queuedFigures(runs[id]) } : {}),
+    ...(runs[id].every((r) => r.loadCpuPerRequest !== undefined)
+      ? { loadCpuPerRequest: spread(runs[id].map((r) => r.loadCpuPerRequest)) }
+      : {}),
+    ...postgresFigures(runs[id]),
+    // Per round, req/s against the same framework's MemoryStore server in the same round.
+    ...(store && store !== 'none' && runs[`${framework}/pixhook`]
+      ? { vsMemory: spread(ratios(rps(id), rps(`${framework}/pixhook`))) }
+      : {}),
   }));
   /**
    * A target comparison: capacity (server CPU per request) and req/s at least `target` times the
@@ -383,6 +456,26 @@ function summarise(list, runs, problems, redis, connections) {
       p99: { mine: p99Of(runs[id]), theirs: p99Of(runs[`${framework}/pixhook`]) },
     });
   }
+  // Postgres: PostgresStore and transactional mode against MemoryStore, in the same rounds (no target:
+  // the issue asks for the figures, honestly reported).
+  for (const framework of POSTGRES_FRAMEWORKS) {
+    const memory = `${framework}/pixhook`;
+    for (const [store, label] of [
+      ['postgres', 'PostgresStore'],
+      ['transactions', 'transactional (PostgresTransactions, one INSERT in the handler)'],
+    ]) {
+      const id = `${framework}/pixhook+${store}`;
+      if (!runs[id] || !runs[memory]) continue;
+      comparisons.push({
+        framework,
+        postgres: store,
+        label: `${framework}: ${label} ÷ MemoryStore`,
+        ratio: spread(ratios(rps(id), rps(memory))),
+        // Postgres' own CPU is not in the server's figure: no capacity ratio.
+        p99: { mine: p99Of(runs[id]), theirs: p99Of(runs[memory]) },
+      });
+    }
+  }
   return {
     rows,
     comparisons,
@@ -398,6 +491,21 @@ function summarise(list, runs, problems, redis, connections) {
           workerConcurrency: WORKER_CONCURRENCY,
         }
       : { skipped: redis.skipped },
+    postgres: postgres.url
+      ? { version: postgres.version, settings: postgres.settings, poolMax: POOL_MAX, frameworks: POSTGRES_FRAMEWORKS }
+      : { skipped: postgres.skipped },
+  };
+}
+
+/**
+ * A Postgres server's figures across rounds: the cluster's CPU per request (from /proc) and the
+ * statements the server sent per request (each one round trip); nothing for other servers.
+ */
+function postgresFigures(list) {
+  if (!list.every((r) => r.postgresCpuPerRequest !== undefined)) return {};
+  return {
+    postgresCpuPerRequest: spread(list.map((r) => r.postgresCpuPerRequest)),
+    queriesPerRequest: spread(list.map((r) => r.queriesPerRequest)),
   };
 }
 

@@ -10,7 +10,8 @@ try {
     if (cmd === 'cpu') {
       // CPU time of this server process in µs: its cost per request, whatever else the machine runs.
       const { user, system } = process.cpuUsage();
-      return { cpu: user + system, handled: server.handled() };
+      // Statements sent to Postgres so far (its servers only).
+      return { cpu: user + system, handled: server.handled(), queries: server.queries?.() };
     }
     if (cmd === 'close') {
       await server.close();

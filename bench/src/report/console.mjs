@@ -5,6 +5,7 @@ import {
   fixedTable,
   httpTable,
   memoryTable,
+  postgresTable,
   queuedTable,
   targetTable,
   verifyTables,
@@ -18,6 +19,8 @@ export function printResults(results, targetList) {
     out('HTTP comparisons (ratios per round, median and min–max)', comparisonTable(results.http));
     const queued = queuedTable(results.http);
     if (queued.rows.length > 0) out('HTTP, queued mode (BullMQ) next to inline processing', queued);
+    const postgres = postgresTable(results.http);
+    if (postgres.rows.length > 0) out('HTTP, Postgres next to MemoryStore and RedisStore', postgres);
     const { fixed } = results.http;
     if (fixed)
       out(
@@ -25,6 +28,7 @@ export function printResults(results, targetList) {
         fixedTable(fixed),
       );
     if (results.http.redis.skipped) console.log(`\nnote: ${results.http.redis.skipped}`);
+    if (results.http.postgres?.skipped) console.log(`\nnote: ${results.http.postgres.skipped}`);
   }
   if (results.memory) out('Memory, 1 MiB deliveries all in flight at once', memoryTable(results.memory));
   out('Targets', targetTable(targetList));

@@ -5,6 +5,7 @@ import {
   fixedTable,
   httpTable,
   memoryTable,
+  postgresTable,
   queuedTable,
   targetTable,
   verifyTables,
@@ -155,8 +156,9 @@ export function markdown(results, targetList, settings) {
           '',
         );
       }
-      if (fixed) parts.push(...fixedSection(fixed, settings.http.fixed, results.http.rows));
     }
+    parts.push(...postgresSection(results.http));
+    if (fixed) parts.push(...fixedSection(fixed, settings.http.fixed, results.http.rows));
   }
   if (results.memory) {
     parts.push(
@@ -239,6 +241,7 @@ export function markdown(results, targetList, settings) {
     '  machine, sharing a core with the load generator; the client side costs ~35 µs of server CPU per',
     '  delivery here. The ratio is against a `MemoryStore` that issue 9 made cheaper, which lowers it.',
     ...queuedNote(results),
+    ...postgresNote(results.http),
     '- **Memory.** While handlers run, each delivery keeps its parsed event (~1.6 MiB of heap for a 1 MiB body of',
     '  many small objects); the Buffers still referenced after a full GC stay below half a body per delivery, so',
     '  no copy of the raw bytes is kept. The peak adds the body buffer and its decoded string, which the GC',
@@ -398,4 +401,134 @@ function queuedNote(results) {
     else if (inSubItem) return `  ${line}`;
     return line;
   });
+}
+
+/** `1.0–2.0` or `1.0` from numbers, with `digits` decimals. */
+function range(values, digits = 0) {
+  const low = Math.min(...values).toFixed(digits);
+  const high = Math.max(...values).toFixed(digits);
+  return low === high ? low : `${low}–${high}`;
+}
+
+/** The Postgres subsection of section 2: how the two Postgres servers are set up and measured, and their table. */
+function postgresSection(http) {
+  const pg = http.postgres;
+  if (!pg) return [];
+  if (pg.skipped) return [`Postgres: ${pg.skipped}.`, ''];
+  const frameworks = pg.frameworks.map(name).join(', ');
+  return [
+    '### Postgres (PostgresStore, transactional handlers)',
+    '',
+    `In ${frameworks}: two more servers of the same adapter, mounted as above, in the same rounds as the others, next to`,
+    'its `MemoryStore` and `RedisStore` servers:',
+    '',
+    '- **PostgresStore**: `new Webhooks({ secret, store: new PostgresStore(pool, { table }) })`. The handler only counts, as',
+    '  in the `MemoryStore` and `RedisStore` rows: what differs is the store. Two statements per event, each its',
+    '  own transaction (autocommit): the claim (`INSERT … ON CONFLICT … RETURNING`) before the handler and the',
+    '  completion after it;',
+    '- **transactional**: `new Webhooks({ secret, transactions: new PostgresTransactions(pool, { table }) })`. The handler',
+    '  inserts one row (event id, image id) into a business table through `context.transaction`, then counts: the',
+    "  only row whose handler does I/O, because writing with the event's record is what the mode is for. Six",
+    "  statements per event on one connection: `BEGIN`, the advisory try-lock, the check, the handler's `INSERT`,",
+    "  the record's `INSERT` and `COMMIT`: one commit.",
+    '',
+    `Postgres ${pg.version}: a throwaway cluster (\`initdb\` in a temporary directory for each run, trust authentication) on`,
+    '127.0.0.1, pinned with the load generator and redis-server to core 1 (the servers have core 0 to themselves), with',
+    "Postgres' defaults but `max_connections` 200: `fsync`, `synchronous_commit` and `full_page_writes` on, so each commit",
+    'waits for its WAL flush, as in production. Each server has a node-postgres `Pool` of',
+    `${pg.poolMax} connections (\`max: ${pg.poolMax}\`; node-postgres' default is 10), all opened before the first request and kept`,
+    'while idle (`idleTimeoutMillis: 0`), and a table of its own (`migrate(pool, { table })`). With 32 connections of',
+    `load and ${pg.poolMax} to Postgres, at most ${pg.poolMax} statements are in progress at once; a transactional event holds its`,
+    "connection from `BEGIN` to `COMMIT`, so the others wait for the pool (that wait is in the answer's time).",
+    '',
+    '- **÷ MemoryStore**: req/s against the same framework with its `MemoryStore`, in each round; median',
+    '  (lowest–highest);',
+    "- **database CPU per request**: redis-server's (`RedisStore`) or the whole Postgres cluster's (postmaster,",
+    '  background processes, every backend and autovacuum worker, from /proc), per answered request;',
+    '- **statements per event**: `Client#query` calls of the server process (node-postgres), counted by wrapping',
+    '  `Client.prototype.query`, per answered request: each is one round trip to Postgres (every pool connection is',
+    '  open, so taking one is not). A little over the exact count: the statements of the deliveries in flight when',
+    '  a round ends count, their answers do not;',
+    "- **servers' core busy** and **other core busy**: CPU per request × req/s, as a share of one core: the server's,",
+    "  and the database's and the load generator's together (the load generator's CPU from /proc as well).",
+    '',
+    md(postgresTable(http)),
+    '',
+    ...fixedNote(),
+  ];
+
+  /** Why the Postgres servers are not in the fixed-rate table: how close its pace is to their capacity. */
+  function fixedNote() {
+    const rates = http.rows.filter((r) => r.postgresCpuPerRequest).map((r) => r.rps.median);
+    if (!http.fixed || rates.length === 0) return [];
+    const pace = rates.map((rps) => (100 * http.fixed.rate) / rps);
+    return [
+      `The Postgres servers are not in the fixed-rate table below: its pace, ${int(http.fixed.rate)} req/s, is ${range(pace)}% of what`,
+      'they answer flat out here, so their answer times there would measure a queue more than the round trips.',
+      '',
+    ];
+  }
+}
+
+/** The Postgres note of "Reading the targets": what the Postgres rows cost, and what dominates it. */
+function postgresNote(http) {
+  const rows = (http?.rows ?? []).filter((r) => r.postgresCpuPerRequest);
+  if (rows.length === 0) return [];
+  const of = (store) => rows.filter((r) => r.id.endsWith(`+${store}`));
+  const figure = (list, pick) => (list.length ? range(list.map(pick)) : '—');
+  const store = of('postgres');
+  const tx = of('transactions');
+  const redis = (http.rows ?? []).filter((r) => r.id.endsWith('+redis') && r.redisCpuPerRequest);
+  // Share of one core, in %, from CPU µs per request at the row's req/s.
+  const share = (r, cpu) => (cpu * r.rps.median) / 1e4;
+  const core0 = (r) => share(r, r.cpuPerRequest.median);
+  const core1 = (r) => share(r, r.postgresCpuPerRequest.median + (r.loadCpuPerRequest?.median ?? 0));
+  const kind = (r) => (r.id.endsWith('+transactions') ? 'transactional' : '`PostgresStore`');
+  const perFramework = [...new Set(rows.map((r) => r.framework))].map((f) => {
+    const parts = rows
+      .filter((r) => r.framework === f)
+      .map(
+        (r) =>
+          `${kind(r)} ${r.vsMemory ? `${r.vsMemory.median.toFixed(2)}×` : '—'} (core 0 ${Math.round(core0(r))}%, core 1 ${Math.round(core1(r))}%)`,
+      );
+    return `${name(f)}: ${parts.join(', ')}`;
+  });
+  const dbLarger = rows.filter((r) => r.postgresCpuPerRequest.median > r.cpuPerRequest.median).length;
+  const core1Busier = rows.filter((r) => core1(r) > core0(r)).length;
+  const busiest = Math.max(...rows.flatMap((r) => [core0(r), core1(r)]));
+  const rates = store.map((r) => r.rps.median);
+  const sameRate = rates.length > 1 && Math.max(...rates) / Math.min(...rates) <= 1.25;
+  const redisText = redis.length
+    ? ` (redis-server: ${figure(redis, (r) => r.redisCpuPerRequest.median)} µs behind a \`RedisStore\`)`
+    : '';
+  return [
+    `- **Postgres.** A database round trip is not free. Per event, Postgres used ${figure(store, (r) => r.postgresCpuPerRequest.median)} µs of CPU behind a`,
+    `  \`PostgresStore\` and ${figure(tx, (r) => r.postgresCpuPerRequest.median)} µs in transactional mode${redisText}; the servers themselves used`,
+    `  ${figure(store, (r) => r.cpuPerRequest.median)} µs and ${figure(tx, (r) => r.cpuPerRequest.median)} µs (framework, pixhook and node-postgres). Postgres' CPU per event is the larger of the two in`,
+    `  ${dbLarger} of ${rows.length} Postgres rows, and core 1, where Postgres shares a core with the load generator, is the busier`,
+    `  core in ${core1Busier} of ${rows.length}. req/s against \`MemoryStore\` (median) and how busy each core was: ${perFramework.join('; ')}.`,
+    ...(sameRate
+      ? ["  The `PostgresStore` rate is about the same in every framework: the framework's cost no longer sets it."]
+      : []),
+    ...(busiest < 95
+      ? [
+          `  No core is full (the busiest at ${Math.round(busiest)}%): the rest of the time goes in waiting, for WAL flushes (one`,
+          '  per commit: two per event behind a `PostgresStore`, whose claim and completion are each a transaction, one',
+          `  in transactional mode) and for the ${figure(store, (r) => r.queriesPerRequest.median)} or ${figure(tx, (r) => r.queriesPerRequest.median)} round trips each event makes in series, on a pool of ${http.postgres.poolMax}`,
+          '  connections.',
+        ]
+      : []),
+    '  What the Postgres CPU is, measured outside HTTP (2026-11-23: a script sending 32 events at a time through a',
+    '  pool of 20 to a cluster set up as here, Postgres on a core of its own): parsing and planning, more than',
+    '  anything else, while node-postgres sent every statement unnamed, so Postgres parsed, analysed and planned it',
+    '  again on every call (`perf`: `base_yyparse`, `copyObjectImpl`, `expression_tree_walker` first). Named, so',
+    '  prepared once per connection, the same statements took ~170 µs of Postgres CPU per event instead of ~415 µs',
+    "  for a `PostgresStore`'s claim and completion, and ~190 µs instead of ~320 µs for the transactional sequence.",
+    '  Since then `@pixhook/postgres` names its own statements (`preparedStatements`, on by default): the rows above',
+    "  run that way. The transactional handler's own `INSERT` is sent unnamed, as most apps' queries are.",
+    '  With `synchronous_commit = off` (commits not waiting for their flush; not what this bench measures)',
+    '  Postgres CPU per event fell by ~12% and events per second rose by ~15–35%. A Postgres on a machine of its',
+    '  own would not share a core with anything; its round trips would then cross a network instead of the',
+    '  loopback.',
+  ];
 }

@@ -101,6 +101,72 @@ export function queuedTable(http) {
   };
 }
 
+/** A share of one core, in %: CPU µs per request × requests per second. */
+function coreShare(cpuPerRequest, rps) {
+  return `${Math.round((cpuPerRequest * rps) / 1e4)}%`;
+}
+
+/** What each row's handler does, for the Postgres table. */
+const HANDLER = {
+  transactions: 'one INSERT through `context.transaction`, then counts',
+  other: 'counts (no I/O)',
+};
+
+/**
+ * Postgres next to MemoryStore and RedisStore in the same framework and rounds: req/s, its ratio to
+ * MemoryStore (per round), p50 and p99, what each costs the servers' core and the database, the
+ * statements per event, and how busy each core was (the servers' core: the server alone; the
+ * other core: the database, redis-server or Postgres, with the load generator).
+ */
+export function postgresTable(http) {
+  const byId = new Map(http.rows.map((r) => [r.id, r]));
+  const rows = [];
+  for (const framework of http.postgres?.frameworks ?? []) {
+    for (const [id, processing] of [
+      [`${framework}/pixhook`, 'MemoryStore'],
+      [`${framework}/pixhook+redis`, 'RedisStore'],
+      [`${framework}/pixhook+postgres`, 'PostgresStore'],
+      [`${framework}/pixhook+transactions`, 'transactional (PostgresTransactions)'],
+    ]) {
+      const r = byId.get(id);
+      if (!r) continue;
+      const db = r.postgresCpuPerRequest ?? r.redisCpuPerRequest;
+      const other = (db?.median ?? 0) + (r.loadCpuPerRequest?.median ?? 0);
+      rows.push([
+        framework,
+        processing,
+        HANDLER[id.endsWith('+transactions') ? 'transactions' : 'other'],
+        intSpread(r.rps),
+        r.vsMemory ? ratio(r.vsMemory) : '1 (itself)',
+        latency(r.p50.median),
+        latency(r.p99.median),
+        `${r.cpuPerRequest.median.toFixed(1)} µs`,
+        db ? `${db.median.toFixed(1)} µs` : '—',
+        r.queriesPerRequest ? r.queriesPerRequest.median.toFixed(2) : '—',
+        coreShare(r.cpuPerRequest.median, r.rps.median),
+        r.loadCpuPerRequest ? coreShare(other, r.rps.median) : '—',
+      ]);
+    }
+  }
+  return {
+    head: [
+      'framework',
+      'processing',
+      'handler',
+      'req/s',
+      '÷ MemoryStore (req/s)',
+      'p50 ms',
+      'p99 ms',
+      'server CPU per request',
+      'database CPU per request',
+      'statements per event',
+      "servers' core busy",
+      'other core busy (database + load generator)',
+    ],
+    rows,
+  };
+}
+
 /** `0.78 (0.70–0.95)` ms from a spread measured in fractions of a millisecond. */
 function fineMsSpread(s) {
   return `${fineMs(s.median)} (${fineMs(s.min)}–${fineMs(s.max)})`;

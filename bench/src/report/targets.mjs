@@ -50,6 +50,18 @@ export function targets(results) {
     }
   }
   // Informational lines (no target, `info: true`): never counted as held or missed.
+  for (const framework of results.http?.postgres?.frameworks ?? []) {
+    const of = results.http.comparisons.filter((c) => c.framework === framework && c.postgres);
+    if (of.length === 0) continue;
+    const name = { postgres: 'PostgresStore', transactions: 'transactional (one INSERT in the handler)' };
+    list.push({
+      target: `${framework}: Postgres ÷ MemoryStore at 32 connections: req/s, and p99 against MemoryStore's`,
+      info: true,
+      worst: of
+        .map((c) => `${name[c.postgres]} ${ratio(c.ratio, 3)}, p99 ${c.p99.mine} ms vs ${c.p99.theirs} ms`)
+        .join('; '),
+    });
+  }
   for (const t of results.http?.fixed?.informational ?? []) {
     const figure = (s) => `${fineMs(s.median)} ${t.unit} (${fineMs(s.min)}–${fineMs(s.max)})`;
     const beside = t.beside.value ? `; ${t.beside.label}: ${figure(t.beside.value)}` : '';
