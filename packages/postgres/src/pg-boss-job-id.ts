@@ -1,0 +1,24 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The pg-boss job id of an event: a UUID made from the SHA-256 of the event id (RFC 9562's
+ * version 8, its format for custom hashes). pg-boss ids are `uuid`s, so the event id cannot be
+ * used as it is; the same event id always gives the same job id, in every process, which is what
+ * de-duplicates deliveries (pg-boss inserts a job `ON CONFLICT DO NOTHING` on its queue and id).
+ * @example pgBossJobIdFor('evt_123') // '…-…-8…-…-…', the same every time
+ */
+export function pgBossJobIdFor(eventId: string): string {
+  const hash = createHash('sha256').update(`pixhook:${eventId}`, 'utf8').digest();
+  const bytes = hash.subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80; // version 8
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80; // variant 10
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True when `value` reads as a UUID (a job id), so it can go to Postgres as one. */
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}

@@ -1,0 +1,76 @@
+/**
+ * The few statements PgBossQueue runs on pg-boss's own tables (pg-boss 10's schema: `job`,
+ * partitioned by queue name, and `archive`), for what pg-boss 10 has no API for: listing, counting,
+ * retrying with every attempt anew and discarding its failed jobs, and finding a job in its archive.
+ * Everything else goes through pg-boss's API (`send`, `fetch`, `complete`, `fail`, `createQueue`).
+ *
+ * The schema is written into the text unquoted, as pg-boss itself does (so it folds to lower case
+ * the same way); it was checked against pg-boss's own rule (letters, digits, `_`). Every value
+ * travels as a parameter: $1 is always the queue's name.
+ */
+
+const DEAD_COLUMNS = `id, data, retry_count AS "retryCount", created_on AS "createdOn", completed_on AS "completedOn", output`;
+
+export function pgBossStatements(schema: string) {
+  const job = `${schema}.job`;
+  const archive = `${schema}.archive`;
+  /** Failed jobs (dead letters) of the queue, in the job table and in pg-boss's archive. */
+  const dead = (where = '') => `SELECT ${DEAD_COLUMNS} FROM ${job} WHERE name = $1 AND state = 'failed'${where}
+  UNION ALL
+  SELECT ${DEAD_COLUMNS} FROM ${archive} WHERE name = $1 AND state = 'failed'${where}`;
+  return {
+    /** Fails with 42P01 / 3F000 when pg-boss's tables are not in this schema. */
+    probe: `SELECT policy FROM ${schema}.queue WHERE name = $1`,
+
+    /** $2 job id: the job's state in the job table (null: none), and whether the archive holds it. */
+    lookup: `SELECT (SELECT state::text FROM ${job} WHERE name = $1 AND id = $2::uuid) AS live,
+  EXISTS (SELECT 1 FROM ${archive} WHERE name = $1 AND id = $2::uuid) AS archived`,
+
+    /** $2 job id: removes a job that has not started (a duplicate of an archived one). */
+    dropWaiting: `DELETE FROM ${job} WHERE name = $1 AND id = $2::uuid AND state = 'created'`,
+
+    /** $2 job id: no retries left, so the `fail()` that follows makes it a dead letter at once. */
+    lastAttempt: `UPDATE ${job} SET retry_limit = retry_count WHERE name = $1 AND id = $2::uuid AND state = 'active'`,
+
+    /** $2 offset, $3 limit: dead letters, newest first. */
+    list: `SELECT * FROM (${dead()}) dead ORDER BY "completedOn" DESC NULLS LAST, id DESC OFFSET $2 LIMIT $3`,
+
+    count: `SELECT count(*)::int AS count FROM (${dead()}) dead`,
+
+    /** $2 uuid[]: those of these ids that are dead letters. */
+    get: `SELECT * FROM (${dead(' AND id = ANY($2::uuid[])')}) dead ORDER BY "completedOn" DESC NULLS LAST`,
+
+    /**
+     * $2 uuid[] or null (every one): dead letters in the job table run again from attempt 1, now,
+     * with a fresh retention (pg-boss archives a waiting job past its `keep_until` unrun).
+     */
+    retry: `UPDATE ${job} SET state = 'created', retry_count = 0, started_on = NULL, completed_on = NULL,
+  start_after = now(), output = NULL, keep_until = now() + GREATEST(keep_until - created_on, interval '1 day')
+WHERE name = $1 AND state = 'failed' AND ($2::uuid[] IS NULL OR id = ANY($2::uuid[]))
+RETURNING id`,
+
+    /** The same for dead letters pg-boss has moved to its archive: back to the job table, in one statement. */
+    retryArchived: `WITH moved AS (
+  DELETE FROM ${archive} a
+  WHERE a.name = $1 AND a.state = 'failed' AND ($2::uuid[] IS NULL OR a.id = ANY($2::uuid[]))
+    AND NOT EXISTS (SELECT 1 FROM ${job} j WHERE j.name = a.name AND j.id = a.id)
+  RETURNING a.*
+)
+INSERT INTO ${job} (id, name, priority, data, state, retry_limit, retry_count, retry_delay, retry_backoff,
+  start_after, singleton_key, expire_in, created_on, keep_until, dead_letter, policy)
+SELECT id, name, priority, data, 'created', retry_limit, 0, retry_delay, retry_backoff,
+  now(), singleton_key, expire_in, created_on, now() + GREATEST(keep_until - created_on, interval '1 day'), dead_letter, policy
+FROM moved
+RETURNING id`,
+
+    /** $2 uuid[] or null (every one): deletes dead letters, in the job table and the archive. */
+    discard: `WITH a AS (
+  DELETE FROM ${job} WHERE name = $1 AND state = 'failed' AND ($2::uuid[] IS NULL OR id = ANY($2::uuid[])) RETURNING 1
+), b AS (
+  DELETE FROM ${archive} WHERE name = $1 AND state = 'failed' AND ($2::uuid[] IS NULL OR id = ANY($2::uuid[])) RETURNING 1
+)
+SELECT (SELECT count(*) FROM a)::int + (SELECT count(*) FROM b)::int AS count`,
+  };
+}
+
+export type PgBossStatements = ReturnType<typeof pgBossStatements>;

@@ -1,0 +1,322 @@
+import { type ErrorContext, isQueuedDelivery, type QueuedRun, WebhookVerificationError } from '@pixhook/core';
+import type { ResolvedPgBossQueueOptions, ResolvedPgBossWorkerOptions } from './pg-boss-options.js';
+import type { PgBossStatements } from './pg-boss-sql.js';
+import type { PgBossFetchedJob, PgBossLike, PgBossWorker, ProcessingWebhooks } from './pg-boss-types.js';
+
+/** What a worker needs from its queue. */
+export interface WorkerHost {
+  readonly boss: PgBossLike;
+  readonly options: ResolvedPgBossQueueOptions;
+  readonly statements: PgBossStatements;
+  /** Resolves once the queue exists and pg-boss's schema was found; rejects with why not. */
+  ready(): Promise<void>;
+  /** Runs a statement on the boss's database; rejects when the boss is not started. */
+  sql(text: string, values: unknown[]): Promise<unknown[]>;
+}
+
+/** A worker, with what its queue calls on it. */
+export interface StartedWorker extends PgBossWorker {
+  /** Asks for jobs now instead of at the end of the polling interval (a job was just queued here). */
+  wake(): void;
+}
+
+/** Connection errors repeat on every poll and maintenance run: tell `onError` at most this often. */
+const ERROR_REPORT_INTERVAL_MS = 10_000;
+/** Retries of a job's outcome that Postgres did not take (it was away), then it is left to expire. */
+const SETTLE_DELAYS_MS = [250, 1_000, 2_000, 4_000];
+/** What pg-boss's maintenance writes into a job it failed because it stayed active past its expiration. */
+export const EXPIRED_MESSAGE = 'job failed by timeout in active state';
+/** What a worker writes into the jobs it lets go of when `close()` gives up waiting. */
+export const LET_GO_MESSAGE =
+  'pixhook: the worker closed (shutdownTimeoutMs) before this job’s handler finished; pg-boss runs it again.';
+/** Longest message or stack kept in a failed job's output. */
+const MAX_TEXT = 8_000;
+
+function asError(cause: unknown): Error {
+  if (cause instanceof Error) return cause;
+  const what =
+    cause === null || cause === undefined ? String(cause) : `a ${typeof cause} (${String(cause).slice(0, 200)})`;
+  return new Error(`A handler threw ${what} instead of an Error.`);
+}
+
+/**
+ * What a failed run leaves in the job (pg-boss's `output`): the error's name, message and stack,
+ * capped, and nothing else (an error's own properties, such as a driver's query details, stay out).
+ */
+function outputOf(error: Error): { name: string; message: string; stack?: string } {
+  const output = { name: String(error.name).slice(0, 200), message: String(error.message).slice(0, MAX_TEXT) };
+  return typeof error.stack === 'string' ? { ...output, stack: error.stack.slice(0, MAX_TEXT) } : output;
+}
+
+/** The message of a failed job's `output`, as pg-boss or a worker wrote it; '' when there is none. */
+export function messageOf(output: unknown): string {
+  if (typeof output !== 'object' || output === null) return typeof output === 'string' ? output : '';
+  const { message, value } = output as { message?: unknown; value?: unknown };
+  if (typeof message === 'string') return message;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'object' && value !== null) {
+    const inner = (value as { message?: unknown }).message;
+    if (typeof inner === 'string') return inner;
+  }
+  return '';
+}
+
+function millis(value: unknown): number {
+  const time = value instanceof Date ? value.getTime() : new Date(value as string).getTime();
+  return Number.isFinite(time) ? time : Date.now();
+}
+
+/** Whether `pending` settles by `deadline` (ms since the epoch). */
+async function within(pending: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const settled = await Promise.race([
+    pending.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
+    }),
+  ]);
+  clearTimeout(timer);
+  return settled;
+}
+
+/** A job this worker is running. */
+interface Running {
+  readonly jobId: string;
+  /** `close()` gave up on it: its outcome is not written (pg-boss has failed it already). */
+  abandoned: boolean;
+  done: Promise<void>;
+}
+
+/**
+ * Starts a worker that fetches jobs of the queue with pg-boss's `fetch()` and runs `webhooks`'
+ * handlers for each, recording the outcome with `complete()` or `fail()`.
+ *
+ * Why not pg-boss's `work()`: it runs a fetched batch as one callback (one outcome for all its
+ * jobs), so per-job outcomes would need one `work()` poller per concurrent job; and it does not
+ * await `complete()` / `fail()`, so one failing while Postgres is away is an unhandled rejection,
+ * which ends a Node process. This loop asks for as many jobs as it has free slots in one query,
+ * awaits every outcome, retries one Postgres did not take, and reports failures to `onError`.
+ */
+export function startPgBossWorker(
+  webhooks: ProcessingWebhooks,
+  host: WorkerHost,
+  options: ResolvedPgBossWorkerOptions,
+  onClosed: () => void,
+): StartedWorker {
+  const { boss, statements } = host;
+  const { name } = host.options;
+  const running = new Set<Running>();
+  let stopping = false;
+  /** close() stopped waiting for the loop (a fetch that never returned). */
+  let gaveUp = false;
+  let bossStopped = false;
+  let woken = false;
+  let wakeUp: (() => void) | undefined;
+
+  const wake = () => {
+    woken = true;
+    wakeUp?.();
+  };
+  /** Waits `ms`, or less when woken (a job ended, one was queued here, or the worker closes). */
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken || stopping) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        wakeUp = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      wakeUp = done;
+    });
+
+  const report = (error: WebhookVerificationError, context: ErrorContext<undefined> = { request: undefined }) => {
+    try {
+      webhooks.reportError(error, context);
+    } catch {
+      // A broken logger must not stop the worker.
+    }
+  };
+  let lastEngineReport = Number.NEGATIVE_INFINITY;
+  const reportEngine = (cause: unknown, what: string) => {
+    const now = Date.now();
+    if (now - lastEngineReport < ERROR_REPORT_INTERVAL_MS) return;
+    lastEngineReport = now;
+    report(
+      new WebhookVerificationError(
+        'QUEUE_UNAVAILABLE',
+        `The pg-boss worker ${what}; it goes on, and further errors within 10 s are not repeated.`,
+        { cause },
+      ),
+    );
+  };
+  const onBossError = (error: Error) =>
+    reportEngine(error, 'heard an error from pg-boss (Postgres lost or a query failed)');
+  // The boss stopped under the worker (its pool is closed, no outcome can be written): stop at once.
+  const onBossStopped = () => {
+    bossStopped = true;
+    void shutdown(0);
+  };
+  const letGo = (jobId: string) =>
+    boss
+      .fail(name, jobId, { name: 'Error', message: LET_GO_MESSAGE })
+      .catch((error: unknown) => reportEngine(error, `could not let go of job ${jobId}`));
+  boss.on('error', onBossError);
+  boss.on('stopped', onBossStopped);
+
+  /** Writes a run's outcome; retried a few times while Postgres is away, then left to expire. */
+  const settle = async (entry: Running, act: () => Promise<unknown>, completing: boolean) => {
+    for (let attempt = 0; ; attempt++) {
+      if (entry.abandoned || bossStopped) return;
+      try {
+        const result = await act();
+        if (completing && (result as { affected?: unknown } | null)?.affected === 0 && !bossStopped) {
+          report(
+            new WebhookVerificationError(
+              'JOB_STALLED',
+              `Job ${entry.jobId} finished after pg-boss had already failed it as expired (it ran past the queue's expireInMs, or its worker was taken for lost): this run's success was not recorded, and the job runs again or is a dead letter.`,
+            ),
+          );
+        }
+        return;
+      } catch (error) {
+        const delay = SETTLE_DELAYS_MS[attempt];
+        reportEngine(
+          error,
+          delay === undefined
+            ? `could not record the outcome of job ${entry.jobId}; the job stays active until it expires (expireInMs), then runs again`
+            : `could not record the outcome of job ${entry.jobId} (retrying)`,
+        );
+        if (delay === undefined) return;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  };
+
+  const runJob = async (job: PgBossFetchedJob, entry: Running) => {
+    const delivery = job.data;
+    if (!isQueuedDelivery(delivery)) {
+      const message =
+        'pixhook: this job does not hold a pixhook delivery (was it sent by something else?); it was failed without running handlers.';
+      report(new WebhookVerificationError('INTERNAL_ERROR', message.replace(/^pixhook: /, '')));
+      await settle(
+        entry,
+        async () => {
+          // No retries: the job becomes a dead letter at once.
+          await host.sql(statements.lastAttempt, [name, job.id]);
+          return boss.fail(name, job.id, { name: 'Error', message });
+        },
+        false,
+      );
+      return;
+    }
+    const run: QueuedRun = {
+      engine: 'pg-boss',
+      jobId: job.id,
+      attempt: job.retryCount + 1,
+      maxAttempts: job.retryLimit + 1,
+      queuedAt: millis(job.createdOn),
+    };
+    const { event, deliveryId, timestamp } = delivery;
+    if (job.retryCount > 0 && messageOf(job.output) === EXPIRED_MESSAGE) {
+      report(
+        new WebhookVerificationError(
+          'JOB_STALLED',
+          `Job ${job.id} was lost by the worker running it (the process stopped, or its handler ran past the queue's expireInMs); pg-boss failed it as expired and it runs again now.`,
+        ),
+        { request: undefined, event, deliveryId, timestamp, job: run },
+      );
+    }
+    let failure: Error | undefined;
+    try {
+      await webhooks.process(delivery, run);
+    } catch (cause) {
+      failure = asError(cause);
+    }
+    if (failure === undefined) await settle(entry, () => boss.complete(name, job.id), true);
+    else {
+      const output = outputOf(failure);
+      await settle(entry, () => boss.fail(name, job.id, output), false);
+    }
+  };
+
+  const start = (job: PgBossFetchedJob) => {
+    const entry: Running = { jobId: job.id, abandoned: false, done: Promise.resolve() };
+    running.add(entry);
+    entry.done = runJob(job, entry)
+      .catch((error: unknown) => reportEngine(error, `failed running job ${job.id}`))
+      .finally(() => {
+        running.delete(entry);
+        wake();
+      });
+  };
+
+  const loop = async () => {
+    while (!stopping) {
+      woken = false;
+      const free = options.concurrency - running.size;
+      if (free <= 0) {
+        await pause(options.pollingIntervalMs);
+        continue;
+      }
+      let jobs: PgBossFetchedJob[] = [];
+      try {
+        await host.ready();
+        jobs = await boss.fetch(name, { batchSize: free, includeMetadata: true });
+      } catch (error) {
+        reportEngine(error, 'could not fetch jobs');
+      }
+      if (gaveUp) {
+        // close() stopped waiting for this fetch: what it brought is let go, not run.
+        await Promise.all(jobs.map((job) => letGo(job.id)));
+        return;
+      }
+      // Jobs fetched are active in Postgres: they run even when close() began meanwhile.
+      for (const job of jobs) start(job);
+      if (jobs.length < free) await pause(options.pollingIntervalMs);
+    }
+  };
+  const looping = loop();
+
+  let closing: Promise<boolean> | undefined;
+  /** Stops polling, waits up to `graceMs` for the running handlers, then lets go of the rest. */
+  const shutdown = (graceMs: number) => {
+    closing ??= (async () => {
+      stopping = true;
+      wake();
+      const deadline = Date.now() + graceMs;
+      // A fetch Postgres never answers (pg's pool ended under it) must not hold close() either.
+      if (!(await within(looping, deadline))) gaveUp = true;
+      const finished = await within(Promise.all([...running].map((entry) => entry.done)), deadline);
+      if (!finished) {
+        const left = [...running];
+        for (const entry of left) entry.abandoned = true;
+        if (!bossStopped) {
+          await Promise.all(left.map((entry) => letGo(entry.jobId)));
+          report(
+            new WebhookVerificationError(
+              'JOB_STALLED',
+              `worker.close() gave up after shutdownTimeoutMs (${options.shutdownTimeoutMs} ms) with ${left.length} handler(s) still running; their jobs were failed so pg-boss runs them again (after their backoff, using an attempt).`,
+            ),
+          );
+        }
+      }
+      boss.off('error', onBossError);
+      boss.off('stopped', onBossStopped);
+      onClosed();
+      return finished;
+    })();
+    return closing;
+  };
+  const worker: StartedWorker = {
+    get running() {
+      return running.size;
+    },
+    wake,
+    close: () => shutdown(options.shutdownTimeoutMs),
+  };
+  return worker;
+}
