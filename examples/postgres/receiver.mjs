@@ -17,7 +17,7 @@ if (!process.env.SIGNING_SECRET) {
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 });
 pool.on('error', (error) => console.warn('idle Postgres connection failed:', error.message));
 
-await migrate(pool); // creates pixhook_events if missing; or apply @pixhook/postgres/migration.sql yourself
+await migrate(pool); // creates pixhook_events if missing; or apply node_modules/@pixhook/postgres/sql/migration.sql yourself
 await pool.query('CREATE TABLE IF NOT EXISTS images (id text PRIMARY KEY, url text NOT NULL)');
 
 const webhooks = new Webhooks({

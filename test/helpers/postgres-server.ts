@@ -15,7 +15,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe } from 'vitest';
+import { describeIfAvailable } from './unavailable.js';
 
 function findBinDir(): string | undefined {
   if (process.env.PG_BIN) return process.env.PG_BIN;
@@ -57,19 +57,12 @@ function probe(): string | undefined {
 /** Why Postgres tests cannot run here, or undefined when they can. */
 export const postgresUnavailable = probe();
 
-if (postgresUnavailable) {
-  const hint =
-    'install it (Debian/Ubuntu: apt-get install postgresql; macOS: brew install postgresql) or set PG_BIN=/path/to/postgres/bin';
-  if (process.env.CI === 'true' || process.env.CI === '1') {
-    throw new Error(
-      `The Postgres tests (@pixhook/postgres) need a real Postgres and CI is set: ${postgresUnavailable}; ${hint}.`,
-    );
-  }
-  console.warn(`\n[pixhook] SKIPPING the Postgres test suites: ${postgresUnavailable}. To run them, ${hint}.\n`);
-}
-
 /** `describe`, or `describe.skip` when no Postgres can run here (never under CI: that throws). */
-export const describeWithPostgres = (postgresUnavailable ? describe.skip : describe) as typeof describe;
+export const describeWithPostgres = describeIfAvailable(
+  'the Postgres test suites (@pixhook/postgres, examples/postgres)',
+  postgresUnavailable,
+  'install Postgres (Debian/Ubuntu: apt-get install postgresql; macOS: brew install postgresql) or set PG_BIN=/path/to/postgres/bin',
+);
 
 /** A Postgres cluster the test controls. */
 export interface PostgresServer {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe } from 'vitest';
+import { describeIfAvailable } from './unavailable.js';
 
 const BINARY = process.env.REDIS_SERVER || 'redis-server';
 
@@ -25,19 +25,12 @@ function probe(): string | undefined {
 /** Why Redis tests cannot run here, or undefined when they can. */
 export const redisUnavailable = probe();
 
-if (redisUnavailable) {
-  const hint =
-    'install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) or set REDIS_SERVER=/path/to/redis-server';
-  if (process.env.CI === 'true' || process.env.CI === '1') {
-    throw new Error(
-      `The Redis tests (@pixhook/redis, @pixhook/bullmq) need a real redis-server and CI is set: ${redisUnavailable}; ${hint}.`,
-    );
-  }
-  console.warn(`\n[pixhook] SKIPPING the Redis test suites: ${redisUnavailable}. To run them, ${hint}.\n`);
-}
-
 /** `describe`, or `describe.skip` when no redis-server can run here (never under CI: that throws). */
-export const describeWithRedis = (redisUnavailable ? describe.skip : describe) as typeof describe;
+export const describeWithRedis = describeIfAvailable(
+  'the Redis test suites (@pixhook/redis, @pixhook/bullmq, the CLI dead letters)',
+  redisUnavailable,
+  'install redis-server (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) or set REDIS_SERVER=/path/to/redis-server',
+);
 
 /** A redis-server process the test controls. */
 export interface RedisServer {

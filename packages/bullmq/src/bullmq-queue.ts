@@ -1,4 +1,10 @@
-import { isQueuedDelivery, type QueuedDelivery, type WebhookQueue } from '@pixhook/core';
+import {
+  type DeadLetter as CoreDeadLetter,
+  type DeadLetterListOptions,
+  isQueuedDelivery,
+  type QueuedDelivery,
+  type WebhookQueue,
+} from '@pixhook/core';
 import { type ConnectionOptions, type Job, Queue } from 'bullmq';
 import { jobIdFor } from './job-id.js';
 import {
@@ -10,31 +16,14 @@ import {
 } from './options.js';
 import { type ProcessingWebhooks, type QueueWorker, startWorker } from './worker.js';
 
-/** An event whose job ran out of attempts (or was lost too often), kept until retried or discarded. */
-export interface DeadLetter {
-  /** The BullMQ job id: the event id, or `sha256-…` of an odd one. */
-  readonly jobId: string;
-  /** The queued delivery: the verified event, its delivery id and signature timestamp; undefined for a job that held none. */
-  readonly delivery: QueuedDelivery | undefined;
-  /** Runs that failed. */
-  readonly attemptsMade: number;
-  /** When the delivery was queued, in ms since the epoch. */
-  readonly queuedAt: number;
-  /** When the last run failed, in ms since the epoch. */
-  readonly failedAt: number | undefined;
-  /** The last error's message. */
-  readonly error: string;
-  /** The last error's stack, when the handler's error had one. */
-  readonly stack: string | undefined;
-}
+/**
+ * An event whose job ran out of attempts (or was lost too often), kept until retried or discarded.
+ * Its `jobId` is the BullMQ job id: the event id, or `sha256-…` of an odd one.
+ */
+export type DeadLetter = CoreDeadLetter;
 
 /** Which dead letters to list. */
-export interface ListOptions {
-  /** Dead letters to skip, newest first. @default 0 */
-  offset?: number;
-  /** Most dead letters to return. @default 100 */
-  limit?: number;
-}
+export type ListOptions = DeadLetterListOptions;
 
 function isRedisInstance(connection: ConnectionOptions): boolean {
   const client = connection as Record<string, unknown>;

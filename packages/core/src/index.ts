@@ -24,6 +24,8 @@ export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
 export { assertKnownOptions, describeType } from './option-checks.js';
 export type { WebhooksOptions } from './options.js';
 export {
+  type DeadLetter,
+  type DeadLetterListOptions,
   isQueuedDelivery,
   isWebhookQueue,
   type QueuedDelivery,

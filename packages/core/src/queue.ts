@@ -60,6 +60,36 @@ export interface QueuedRun {
   readonly queuedAt: number;
 }
 
+/**
+ * An event whose job ran out of attempts, kept by its queue engine until retried or discarded
+ * (`listDeadLetters()` of `@pixhook/bullmq` and of `@pixhook/postgres`' pg-boss queue). Every string
+ * in it was read from the engine's storage: treat it as untrusted text where you show it.
+ */
+export interface DeadLetter {
+  /** The engine's job id, derived from the event id. */
+  readonly jobId: string;
+  /** The queued delivery: the verified event, its delivery id and signature timestamp; undefined for a job that held none. */
+  readonly delivery: QueuedDelivery | undefined;
+  /** Runs that failed. */
+  readonly attemptsMade: number;
+  /** When the delivery was queued, in ms since the epoch. */
+  readonly queuedAt: number;
+  /** When the last run failed, in ms since the epoch. */
+  readonly failedAt: number | undefined;
+  /** The last error's message. */
+  readonly error: string;
+  /** The last error's stack, when the handler's error had one. */
+  readonly stack: string | undefined;
+}
+
+/** Which dead letters to list. */
+export interface DeadLetterListOptions {
+  /** Dead letters to skip, newest first. @default 0 */
+  offset?: number;
+  /** Most dead letters to return. @default 100 */
+  limit?: number;
+}
+
 /** True when `value` has an `enqueue` method (a `WebhookQueue`). */
 export function isWebhookQueue(value: unknown): value is WebhookQueue {
   return typeof value === 'object' && value !== null && typeof (value as WebhookQueue).enqueue === 'function';

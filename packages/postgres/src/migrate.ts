@@ -5,7 +5,7 @@ import { migrationSql } from './sql.js';
 
 /**
  * The SQL that creates pixhook's table (and its index), for your own migration tool. With no
- * options it is the package's `migration.sql` (`@pixhook/postgres/migration.sql`). Safe to run
+ * options it is the package's `migration.sql` (`node_modules/@pixhook/postgres/sql/migration.sql`). Safe to run
  * again: every statement is `IF NOT EXISTS`.
  *
  * @example

@@ -1,4 +1,11 @@
-import { describeType, isQueuedDelivery, type QueuedDelivery, type WebhookQueue } from '@pixhook/core';
+import {
+  type DeadLetter,
+  type DeadLetterListOptions,
+  describeType,
+  isQueuedDelivery,
+  type QueuedDelivery,
+  type WebhookQueue,
+} from '@pixhook/core';
 import { isUuid, pgBossJobIdFor } from './pg-boss-job-id.js';
 import {
   type PgBossQueueOptions,
@@ -17,33 +24,14 @@ export type { PgBossLike, PgBossWorker, ProcessingWebhooks } from './pg-boss-typ
 
 /**
  * An event whose job ran out of attempts, kept until retried or discarded (or until pg-boss's
- * maintenance deletes it: see the queue's doc). Every string in it was read from Postgres: treat it
- * as untrusted text when you show it (escape it in HTML, strip control characters in a terminal).
+ * maintenance deletes it: see the queue's doc). Its `jobId` is the pg-boss job id:
+ * `pgBossJobIdFor(event id)`, a UUID. Every string in it was read from Postgres: treat it as
+ * untrusted text when you show it (escape it in HTML, strip control characters in a terminal).
  */
-export interface PgBossDeadLetter {
-  /** The pg-boss job id: `pgBossJobIdFor(event id)`, a UUID. */
-  readonly jobId: string;
-  /** The queued delivery: the verified event, its delivery id and signature timestamp; undefined for a job that held none. */
-  readonly delivery: QueuedDelivery | undefined;
-  /** Runs that failed. */
-  readonly attemptsMade: number;
-  /** When the delivery was queued, in ms since the epoch. */
-  readonly queuedAt: number;
-  /** When the last run failed, in ms since the epoch. */
-  readonly failedAt: number | undefined;
-  /** The last error's message. */
-  readonly error: string;
-  /** The last error's stack, when the handler's error had one. */
-  readonly stack: string | undefined;
-}
+export type PgBossDeadLetter = DeadLetter;
 
 /** Which dead letters to list. */
-export interface PgBossListOptions {
-  /** Dead letters to skip, newest first. @default 0 */
-  offset?: number;
-  /** Most dead letters to return. @default 100 */
-  limit?: number;
-}
+export type PgBossListOptions = DeadLetterListOptions;
 
 interface DeadRow {
   id: string;
