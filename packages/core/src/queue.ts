@@ -219,7 +219,12 @@ export async function processQueued(host: QueueHost, delivery: QueuedDelivery, j
     try {
       await handler(event, context);
     } catch (cause) {
-      if (open) await open.rollback().catch((failure: unknown) => report(rollbackFailed(event.id, failure)));
+      const held = open;
+      if (held) {
+        await new Promise<void>((resolve) => resolve(held.rollback())).catch((failure: unknown) =>
+          report(rollbackFailed(event.id, failure)),
+        );
+      }
       const last = job.attempt >= job.maxAttempts;
       report(
         new WebhookVerificationError(

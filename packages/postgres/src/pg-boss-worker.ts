@@ -280,6 +280,8 @@ export function startPgBossWorker(
     }
   };
   const looping = loop();
+  // Nothing in the loop should throw; if it ever does, say so rather than leave a rejection unhandled.
+  looping.catch((error: unknown) => reportEngine(error, 'stopped polling after an unexpected error'));
 
   let closing: Promise<boolean> | undefined;
   /** Stops polling, waits up to `graceMs` for the running handlers, then lets go of the rest. */
