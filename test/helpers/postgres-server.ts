@@ -10,52 +10,14 @@
  * throws, so the run fails loudly; elsewhere the Postgres suites are skipped with the reason printed
  * once.
  */
-import { execFile, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { clusterDirectory, postgresUnavailable, runPostgresTool } from './postgres-binaries.mjs';
 import { describeIfAvailable } from './unavailable.js';
 
-function findBinDir(): string | undefined {
-  if (process.env.PG_BIN) return process.env.PG_BIN;
-  const debian = '/usr/lib/postgresql';
-  if (existsSync(debian)) {
-    const versions = readdirSync(debian)
-      .filter((v) => existsSync(join(debian, v, 'bin', 'initdb')))
-      .sort((a, b) => Number(b) - Number(a));
-    if (versions[0]) return join(debian, versions[0], 'bin');
-  }
-  const config = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' });
-  if (config.status === 0 && config.stdout.trim()) return config.stdout.trim();
-  const which = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' });
-  if (which.status === 0 && which.stdout.trim()) return join(which.stdout.trim(), '..');
-  return undefined;
-}
-
-const BIN_DIR = findBinDir();
-const AS_ROOT = typeof process.getuid === 'function' && process.getuid() === 0;
-const RUN_AS = process.env.PIXHOOK_PG_USER || 'postgres';
-
-/** The uid and gid of the user the cluster runs as, when running as root. */
-function runAsIds(): { uid: number; gid: number } | undefined {
-  const result = spawnSync('id', ['-u', RUN_AS], { encoding: 'utf8' });
-  const group = spawnSync('id', ['-g', RUN_AS], { encoding: 'utf8' });
-  if (result.status !== 0 || group.status !== 0) return undefined;
-  return { uid: Number(result.stdout.trim()), gid: Number(group.stdout.trim()) };
-}
-
-function probe(): string | undefined {
-  if (!BIN_DIR) return 'no Postgres binaries found (initdb, pg_ctl)';
-  for (const tool of ['initdb', 'pg_ctl', 'postgres']) {
-    if (!existsSync(join(BIN_DIR, tool))) return `${join(BIN_DIR, tool)} is missing`;
-  }
-  if (AS_ROOT && !runAsIds()) return `running as root, and there is no user ${RUN_AS} to run Postgres as`;
-  return undefined;
-}
-
 /** Why Postgres tests cannot run here, or undefined when they can. */
-export const postgresUnavailable = probe();
+export { postgresUnavailable };
 
 /** `describe`, or `describe.skip` when no Postgres can run here (never under CI: that throws). */
 export const describeWithPostgres = describeIfAvailable(
@@ -95,19 +57,6 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Runs a Postgres binary (as RUN_AS when root); resolves with its output, rejects when it fails. */
-function runTool(tool: string, args: string[]): Promise<string> {
-  const binary = join(BIN_DIR as string, tool);
-  const [command, argv] = AS_ROOT ? ['runuser', ['-u', RUN_AS, '--', binary, ...args]] : [binary, args];
-  // Asynchronous: a test's own servers keep running while Postgres starts.
-  return new Promise((resolve, reject) => {
-    execFile(command, argv, { encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${tool} ${args.join(' ')} failed: ${error.message}\n${stdout}\n${stderr}`));
-      else resolve(stdout + stderr);
-    });
-  });
-}
-
 /** Every process of the cluster: the postmaster and its children, found by the postmaster's pid. */
 function clusterPids(dataDir: string): number[] {
   const pidFile = join(dataDir, 'postmaster.pid');
@@ -138,13 +87,18 @@ function clusterPids(dataDir: string): number[] {
 export async function startPostgresServer(): Promise<PostgresServer> {
   if (postgresUnavailable) throw new Error(`Postgres is unavailable: ${postgresUnavailable}`);
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'pixhook-pg-'));
-  const dataDir = join(dir, 'data');
-  if (AS_ROOT) {
-    const ids = runAsIds() as { uid: number; gid: number };
-    chownSync(dir, ids.uid, ids.gid);
-  }
-  await runTool('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-locale']);
+  const { dir, dataDir } = clusterDirectory('pixhook-pg-');
+  await runPostgresTool('initdb', [
+    '-D',
+    dataDir,
+    '-U',
+    'postgres',
+    '--auth=trust',
+    '-E',
+    'UTF8',
+    '--no-sync',
+    '--no-locale',
+  ]);
   const serverOptions = [
     `-p ${port}`,
     `-k ${dir}`,
@@ -156,7 +110,18 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   ].join(' ');
 
   const start = async () => {
-    await runTool('pg_ctl', ['-D', dataDir, '-o', serverOptions, '-l', join(dir, 'log'), '-w', '-t', '60', 'start']);
+    await runPostgresTool('pg_ctl', [
+      '-D',
+      dataDir,
+      '-o',
+      serverOptions,
+      '-l',
+      join(dir, 'log'),
+      '-w',
+      '-t',
+      '60',
+      'start',
+    ]);
   };
   const stop = async (mode: 'fast' | 'immediate' = 'fast') => {
     if (!existsSync(join(dataDir, 'postmaster.pid'))) return;
@@ -165,7 +130,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
         process.kill(pid, 'SIGCONT');
       } catch {}
     }
-    await runTool('pg_ctl', ['-D', dataDir, '-m', mode, '-w', '-t', '60', 'stop']);
+    await runPostgresTool('pg_ctl', ['-D', dataDir, '-m', mode, '-w', '-t', '60', 'stop']);
   };
   const signal = (name: NodeJS.Signals) => {
     for (const pid of clusterPids(dataDir)) {
