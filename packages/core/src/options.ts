@@ -94,7 +94,11 @@ export interface ResolvedOptions {
   now: () => number;
 }
 
-const OPTION_NAMES = [
+/**
+ * The names of `new Webhooks()` options, for integrations that take them with options of their own
+ * (`PixhookModule.forRoot()`) and check for misspellings with `assertKnownOptions`.
+ */
+export const WEBHOOKS_OPTION_NAMES = [
   'secret',
   'tolerance',
   'maxBodyBytes',
@@ -159,7 +163,7 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('pixhook: new Webhooks(options) needs an options object with a secret.');
   }
-  assertKnownOptions(options, OPTION_NAMES, 'pixhook: new Webhooks(options)');
+  assertKnownOptions(options, WEBHOOKS_OPTION_NAMES, 'pixhook: new Webhooks(options)');
   const list = Array.isArray(options.secret) ? options.secret : [options.secret];
   if (list.length === 0) throw new TypeError('pixhook: secret is an empty array; give at least one secret.');
   for (const [i, secret] of list.entries()) {
