@@ -1,0 +1,72 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { WebhooksLike } from '@pixhook/core';
+import { nodeBodyReader, rawCopyOf } from '@pixhook/core/node';
+import pixhookFastify from '@pixhook/fastify';
+
+const HINT =
+  "pixhook's route runs before Nest's body parsers, so a middleware added with app.use() read this body first: let it skip the webhook path, or make it keep the raw bytes in req.rawBody.";
+
+/** The names of body-parser's middleware (Express 4 and 5), which Nest and apps add with `app.use()`. */
+const BODY_PARSERS = new Set(['jsonParser', 'urlencodedParser', 'rawParser', 'textParser']);
+
+type ExpressRequest = IncomingMessage & { body?: unknown; rawBody?: unknown };
+interface Layer {
+  handle?: { name?: string };
+  route?: unknown;
+}
+interface ExpressApp {
+  all(path: string, handler: (req: ExpressRequest, res: ServerResponse, next: (error?: unknown) => void) => void): void;
+  router?: { stack?: Layer[] };
+  _router?: { stack?: Layer[] };
+}
+interface FastifyLike {
+  register(plugin: unknown, options: unknown): unknown;
+}
+
+/**
+ * Mounts the webhook route on the Express app under Nest, ahead of the body parsers Nest added
+ * (and any the app added with `app.use()`), so the raw bytes are there with or without
+ * `rawBody: true`, and no guard, interceptor, pipe or exception filter stands in the way.
+ *
+ * @returns whether the route could be placed before the body parsers
+ */
+export function mountOnExpress(app: ExpressApp, path: string, webhooks: WebhooksLike<ExpressRequest>): boolean {
+  app.all(path, function pixhookWebhooks(req, res, next) {
+    webhooks
+      .handle({
+        method: req.method,
+        headers: req.headers,
+        body: nodeBodyReader(req, rawCopyOf(req.body, req.rawBody), HINT),
+        request: req,
+      })
+      .then((result) => {
+        // A timeout middleware (or the app) may have answered while a handler was slow.
+        if (res.headersSent || res.writableEnded || res.destroyed) return;
+        res.statusCode = result.status;
+        for (const name in result.headers) res.setHeader(name, result.headers[name] as string);
+        res.end(result.body);
+      })
+      .catch((error: unknown) => {
+        if (!res.headersSent) next(error);
+        else if (!res.writableEnded) res.destroy();
+      });
+  });
+  // Express 5 keeps its router at app.router, Express 4 at app._router; Nest reads the same stack.
+  const stack = app.router?.stack ?? app._router?.stack;
+  if (!Array.isArray(stack)) return false;
+  const firstParser = stack.findIndex((layer) => BODY_PARSERS.has(layer?.handle?.name ?? ''));
+  if (firstParser < 0) return true; // no body parser (bodyParser: false): nothing to get ahead of
+  const ours = stack[stack.length - 1];
+  if (ours?.route === undefined) return false;
+  stack.pop();
+  stack.splice(firstParser, 0, ours);
+  return true;
+}
+
+/**
+ * Registers `@pixhook/fastify` on the Fastify instance under Nest: its raw-body parser lives in
+ * the plugin's own context, so the app's other routes keep Nest's parsers.
+ */
+export function mountOnFastify(instance: FastifyLike, path: string, webhooks: WebhooksLike): void {
+  instance.register(pixhookFastify, { webhooks, path });
+}
