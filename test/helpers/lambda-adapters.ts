@@ -1,0 +1,63 @@
+/**
+ * `@pixhook/lambda` in the contract table, once per event source: each request becomes the event
+ * that source would invoke the function with (built from the fixtures AWS documents, in
+ * packages/lambda/test), the handler is invoked with a Lambda context, and its result must be
+ * exactly the shape that source expects before it is read as an answer.
+ */
+import { createLambdaHandler } from '@pixhook/lambda';
+import { lambdaContext } from '../../packages/lambda/test/fixtures/context.js';
+import { type EventInput, eventFor, readResult, type Shape } from '../../packages/lambda/test/helpers/events.js';
+import type { AdapterUnderTest, TestRequest } from './http.js';
+
+/** `x-service-signature` → `X-Service-Signature`: the case HTTP/1.1 clients send. */
+const canonical = (name: string): string =>
+  name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+
+/** The request as the source received it: API Gateway and the load balancer buffer a streamed body whole. */
+async function received(request: TestRequest, shape: Shape): Promise<EventInput> {
+  const body = typeof request.body === 'function' ? Buffer.concat(await request.body().toArray()) : request.body;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers ?? {})) {
+    // A REST API passes names in the client's case; the others lower-case them (the builder does).
+    headers[shape === 'rest-v1' ? canonical(name) : name] = value;
+  }
+  // A client sends Content-Length with a body it holds; a streamed one went chunked, without.
+  if (typeof request.body === 'string' || request.body instanceof Uint8Array) {
+    if (!Object.keys(headers).some((name) => name.toLowerCase() === 'content-length')) {
+      headers[shape === 'rest-v1' ? 'Content-Length' : 'content-length'] = String(Buffer.byteLength(request.body));
+    }
+  }
+  return {
+    method: request.method ?? 'POST',
+    path: request.path ?? '/webhooks',
+    headers,
+    body,
+    // A Function URL base64-encodes a body it takes as binary: always, here, to cover the decoding.
+    base64: shape === 'function-url',
+  };
+}
+
+function lambdaAdapter(shape: Shape): AdapterUnderTest {
+  return {
+    name: `lambda:${shape}`,
+    create: async (webhooks) => {
+      const handler = createLambdaHandler(webhooks);
+      return {
+        send: async (request) => {
+          const result = await handler(eventFor(shape, await received(request, shape)), lambdaContext());
+          return readResult(shape, result);
+        },
+        close: async () => {},
+      };
+    },
+  };
+}
+
+/** The Lambda handler behind each event source it answers. */
+export const LAMBDA_ADAPTERS: AdapterUnderTest[] = [
+  lambdaAdapter('rest-v1'),
+  lambdaAdapter('http-api-v2'),
+  lambdaAdapter('function-url'),
+  lambdaAdapter('alb'),
+  lambdaAdapter('alb-multi-value'),
+];
