@@ -13,7 +13,7 @@ const include = [
   'test/packaging.test.ts',
   // Every Node adapter against the same socket behaviour, which Node's http may change between versions.
   'test/{answered-elsewhere,body-deadline,idle-bodies,keep-alive}.test.ts',
-  'packages/{express,fastify,koa,fetch}/test/**/*.test.ts',
+  'packages/{express,fastify,koa,fetch,nestjs,lambda}/test/**/*.test.ts',
   // Queued mode over every adapter, on a real Redis.
   'packages/bullmq/test/**/*.test.ts',
   // Transactional handlers and the pg-boss queue over every adapter, on a real Postgres.

@@ -48,6 +48,10 @@ const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
   '@pixhook/fetch': { '.': { createFetchHandler: 'function' } },
   '@pixhook/redis': { '.': { RedisStore: 'function' } },
   '@pixhook/bullmq': { '.': { BullMQQueue: 'function', jobIdFor: 'function' } },
+  '@pixhook/nestjs': {
+    '.': { PixhookModule: 'function', OnWebhook: 'function', OnAnyWebhook: 'function', OnWebhookError: 'function' },
+  },
+  '@pixhook/lambda': { '.': { createLambdaHandler: 'function' } },
   '@pixhook/postgres': {
     '.': {
       PostgresStore: 'function',
