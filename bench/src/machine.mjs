@@ -1,5 +1,6 @@
 // What the figures were measured on.
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import { pinning } from './pin.mjs';
 
@@ -7,6 +8,16 @@ function version(pkg) {
   try {
     const file = new URL(`../node_modules/${pkg}/package.json`, import.meta.url);
     return JSON.parse(readFileSync(file, 'utf8')).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The version of `pkg` as `from` (a package this one depends on) resolves it. */
+function versionUnder(from, pkg) {
+  try {
+    const require = createRequire(import.meta.url);
+    return createRequire(require.resolve(from))(`${pkg}/package.json`).version;
   } catch {
     return 'unknown';
   }
@@ -35,10 +46,18 @@ export function machine() {
         'fastify',
         'koa',
         'pg',
+        '@nestjs/core',
+        '@nestjs/platform-express',
+        '@nestjs/platform-fastify',
       ]
         .map((name) => [name, version(name)])
         // The queue engine of the queued servers, a dependency of @pixhook/bullmq rather than of this package.
-        .concat([['bullmq', version('@pixhook/bullmq/node_modules/bullmq')]]),
+        .concat([['bullmq', version('@pixhook/bullmq/node_modules/bullmq')]])
+        // The frameworks under Nest's platforms (dependencies of theirs, not of this package).
+        .concat([
+          ['express (under Nest)', versionUnder('@nestjs/platform-express', 'express')],
+          ['fastify (under Nest)', versionUnder('@nestjs/platform-fastify', 'fastify')],
+        ]),
     ),
   };
 }

@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runHttp } from './http/scenario.mjs';
+import { runLambda } from './lambda/scenario.mjs';
 import { machine } from './machine.mjs';
 import { runMemory } from './memory/scenario.mjs';
 import { pinning } from './pin.mjs';
@@ -25,6 +26,8 @@ const SETTINGS = {
       fixed: { rate: 1000, rounds: 3, seconds: 2, warmSeconds: 0.5 },
     },
     memory: { rounds: 3, count: 64 },
+    // Filled to MemoryStore's default maxEntries before the rounds, as a busy instance's store is.
+    lambda: { rounds: 7, minCpuTimeMs: 100, warmCpuTimeMs: 100, fill: 100_000 },
   },
   smoke: {
     verify: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
@@ -36,6 +39,7 @@ const SETTINGS = {
       fixed: { rate: 1000, rounds: 1, seconds: 1, warmSeconds: 0, frameworks: ['express'] },
     },
     memory: { rounds: 1, count: 64 },
+    lambda: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3, fill: 0 },
   },
 };
 
@@ -56,6 +60,7 @@ const scenarios = {
   verify: () => runVerify(settings.verify),
   http: () => runHttp({ ...settings.http, frameworks }),
   memory: () => runMemory(settings.memory),
+  lambda: () => runLambda(settings.lambda),
 };
 
 async function main() {

@@ -5,6 +5,10 @@
 //   transactional handlers on Postgres, store: 'transactions'; or queued mode on BullMQ, store:
 //   'bullmq', whose handler runs in a worker process);
 // - octokit: @octokit/webhooks' createNodeMiddleware (Express only), with GitHub's signatures.
+// The NestJS servers (nest-express, nest-fastify: Nest on each of its HTTP platforms) have two:
+// - bare: a Nest controller route that reads nothing and answers 200 (Nest's own ceiling);
+// - pixhook: PixhookModule.forRoot({ secret, path, store: new MemoryStore() }) and one @OnWebhook()
+//   provider method, as its README mounts it (apps/nest.mjs).
 // Each server process imports only its own framework (apps/<framework>.mjs), as a real app does:
 // code that is loaded but unused elsewhere changes how V8 compiles what the server runs (loading
 // all three frameworks made Node's own stream and tick code several µs slower per request).
@@ -117,11 +121,23 @@ export const VARIANTS = {
   koa: ['bare', 'baseline', 'pixhook'],
 };
 
+/** The NestJS servers, each with the framework its platform runs on (whose rows it is measured beside). */
+export const NEST_PLATFORMS = { 'nest-express': 'express', 'nest-fastify': 'fastify' };
+
+/** The variants of every NestJS server. */
+export const NEST_VARIANTS = ['bare', 'pixhook'];
+
 /**
  * Starts one server on 127.0.0.1 (a free port). Returns `{ port, close }`.
  * @param {{ framework: string, variant: string, store?: string, redisPort?: number, queueName?: string, postgresUrl?: string, table?: string, businessTable?: string, handler?: Function }} options
  */
 export async function startServer({ framework, variant, ...storeOptions }) {
+  if (NEST_PLATFORMS[framework]) {
+    // PixhookModule builds its own Webhooks (and MemoryStore) from its options.
+    const { start } = await import(`./apps/${framework}.mjs`);
+    const { server, close, handled } = await start(variant);
+    return { port: server.address().port, close, handled: handled ?? handledCount };
+  }
   const pixhook = variant === 'pixhook' ? await createWebhooks(storeOptions) : undefined;
   // Events the handlers ran: every 2xx answer of a verifying server must have run one.
   const handled = pixhook ? pixhook.handled : handledCount;

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { startChild } from '../children.mjs';
 import { CORE } from '../pin.mjs';
 import { ratios, roundOrder, spread } from '../stats.mjs';
-import { POOL_MAX, VARIANTS } from './apps.mjs';
+import { NEST_PLATFORMS, NEST_VARIANTS, POOL_MAX, VARIANTS } from './apps.mjs';
 import { startPostgres } from './postgres-server.mjs';
 import { clockTicks, processCpu } from './proc.mjs';
 import { startRedis } from './redis-server.mjs';
@@ -83,6 +83,13 @@ function configs(redis, postgres) {
     }
     // De-duplication is pixhook's own extra work: without it, the adapter does what the baseline does.
     list.push({ id: `${framework}/pixhook-nostore`, framework, variant: 'pixhook', store: 'none', scheme: 'pixhook' });
+    // Nest on this framework, next to it: its own bare route and PixhookModule (MemoryStore).
+    for (const [nest, platform] of Object.entries(NEST_PLATFORMS)) {
+      if (platform !== framework) continue;
+      for (const variant of NEST_VARIANTS) {
+        list.push({ id: `${nest}/${variant}`, framework: nest, variant, scheme: 'pixhook' });
+      }
+    }
   }
   if (redis.port) {
     for (const framework of redisFrameworks()) {
@@ -325,6 +332,7 @@ function summariseFixed(list, runs, { rate, rounds, seconds }, connections) {
 
 function summarise(list, runs, problems, redis, connections, postgres) {
   const rps = (id) => runs[id].map((r) => r.rps);
+  const p99s = (id) => runs[id].map((r) => r.p99);
   // Requests one core could serve, from server CPU per request: baseline CPU ÷ adapter CPU.
   const capacity = (a, b) => spread(ratios(cpu(b), cpu(a)));
   const cpu = (id) => runs[id].map((r) => r.cpuPerRequest);
@@ -347,6 +355,18 @@ function summarise(list, runs, problems, redis, connections, postgres) {
     non2xx: runs[id].reduce((sum, r) => sum + r.non2xx, 0),
     cpuPerRequest: spread(runs[id].map((r) => r.cpuPerRequest)),
     vsBare: spread(ratios(rps(id), rps(`${framework}/bare`))),
+    // p99 against the same framework's bare route in the same round (whole milliseconds each).
+    p99VsBare: spread(ratios(p99s(id), p99s(`${framework}/bare`))),
+    // A NestJS server against the same variant on the plain framework its platform runs on.
+    ...(NEST_PLATFORMS[framework] && runs[`${NEST_PLATFORMS[framework]}/${variant}`]
+      ? {
+          plain: {
+            id: `${NEST_PLATFORMS[framework]}/${variant}`,
+            rps: spread(ratios(rps(id), rps(`${NEST_PLATFORMS[framework]}/${variant}`))),
+            capacity: capacity(id, `${NEST_PLATFORMS[framework]}/${variant}`),
+          },
+        }
+      : {}),
     // redis-server's CPU per request, where the server uses it and /proc tells it.
     ...(runs[id].every((r) => r.redisCpuPerRequest !== undefined)
       ? { redisCpuPerRequest: spread(runs[id].map((r) => r.redisCpuPerRequest)) }
@@ -414,6 +434,26 @@ function summarise(list, runs, problems, redis, connections, postgres) {
         label: 'express: pixhook with store: false ÷ Octokit createNodeMiddleware',
         ratio: spread(ratios(rps('express/pixhook-nostore'), rps('express/octokit'))),
         capacity: capacity('express/pixhook-nostore', 'express/octokit'),
+      });
+    }
+  }
+  // NestJS (no target): PixhookModule against Nest's bare route, and against pixhook on the plain
+  // framework of the same platform, in the same rounds.
+  for (const [nest, platform] of Object.entries(NEST_PLATFORMS)) {
+    const mounted = `${nest}/pixhook`;
+    for (const [versus, other, than] of [
+      ['bare', `${nest}/bare`, 'Nest bare'],
+      ['plain', `${platform}/pixhook`, `pixhook on plain ${platform}`],
+    ]) {
+      if (!runs[mounted] || !runs[other]) continue;
+      comparisons.push({
+        nest,
+        versus,
+        label: `${nest}: PixhookModule ÷ ${than}`,
+        ratio: spread(ratios(rps(mounted), rps(other))),
+        capacity: capacity(mounted, other),
+        p99: { mine: p99Of(runs[mounted]), theirs: p99Of(runs[other]) },
+        p99Ratio: spread(ratios(p99s(mounted), p99s(other))),
       });
     }
   }
@@ -494,6 +534,7 @@ function summarise(list, runs, problems, redis, connections, postgres) {
     postgres: postgres.url
       ? { version: postgres.version, settings: postgres.settings, poolMax: POOL_MAX, frameworks: POSTGRES_FRAMEWORKS }
       : { skipped: postgres.skipped },
+    nest: { platforms: NEST_PLATFORMS },
   };
 }
 

@@ -4,7 +4,9 @@ import {
   comparisonTable,
   fixedTable,
   httpTable,
+  lambdaTable,
   memoryTable,
+  nestTable,
   postgresTable,
   queuedTable,
   targetTable,
@@ -17,6 +19,8 @@ export function printResults(results, targetList) {
   if (results.http) {
     out('HTTP, 1 KiB deliveries, 32 connections', httpTable(results.http));
     out('HTTP comparisons (ratios per round, median and min–max)', comparisonTable(results.http));
+    const nest = nestTable(results.http);
+    if (nest.rows.length > 0) out('HTTP, NestJS next to plain Express and Fastify', nest);
     const queued = queuedTable(results.http);
     if (queued.rows.length > 0) out('HTTP, queued mode (BullMQ) next to inline processing', queued);
     const postgres = postgresTable(results.http);
@@ -31,5 +35,6 @@ export function printResults(results, targetList) {
     if (results.http.postgres?.skipped) console.log(`\nnote: ${results.http.postgres.skipped}`);
   }
   if (results.memory) out('Memory, 1 MiB deliveries all in flight at once', memoryTable(results.memory));
+  if (results.lambda) out('Lambda handler in process, 1 KiB deliveries', lambdaTable(results.lambda));
   out('Targets', targetTable(targetList));
 }

@@ -4,7 +4,9 @@ import {
   comparisonTable,
   fixedTable,
   httpTable,
+  lambdaTable,
   memoryTable,
+  nestTable,
   postgresTable,
   queuedTable,
   targetTable,
@@ -37,8 +39,8 @@ export function markdown(results, targetList, settings) {
     'pnpm bench:smoke   # one short round of every scenario (CI); fails if a scenario breaks, not on speed',
     '```',
     '',
-    'Options after `pnpm --filter @pixhook/bench bench --`: `--only=verify,http,memory` and',
-    '`--frameworks=express,fastify,koa` (a partial run does not rewrite this file).',
+    'Options after `pnpm --filter @pixhook/bench bench --`: `--only=verify,http,memory,lambda` and',
+    '`--frameworks=express,fastify,koa,nest-express,nest-fastify` (a partial run does not rewrite this file).',
     '',
     '## Machine',
     '',
@@ -54,7 +56,7 @@ export function markdown(results, targetList, settings) {
           'rounds',
           `verification ${settings.verify.rounds}, HTTP ${settings.http.rounds} × ${settings.http.seconds} s${
             fixed ? ` (and at a fixed ${rate} req/s: ${fixed.rounds} × ${fixed.seconds} s)` : ''
-          }, memory ${settings.memory.rounds}`,
+          }, memory ${settings.memory.rounds}${settings.lambda ? `, Lambda handler ${settings.lambda.rounds}` : ''}`,
         ],
         [
           'versions',
@@ -110,7 +112,10 @@ export function markdown(results, targetList, settings) {
       '  a handler map; no de-duplication and no envelope checks;',
       '- **pixhook**: the adapter mounted as its README says, with the default `MemoryStore` and one handler, so',
       '  every delivery is claimed and completed in the store;',
-      "- **Octokit** (Express): `createNodeMiddleware` of `@octokit/webhooks`, with GitHub's own valid signatures.",
+      "- **Octokit** (Express): `createNodeMiddleware` of `@octokit/webhooks`, with GitHub's own valid signatures;",
+      '- **NestJS** (`nest-express`, `nest-fastify`: Nest 12 on each HTTP platform): **bare** is a controller route',
+      "  (`@Post()`, `@HttpCode(200)`) that reads nothing, Nest's own ceiling; **pixhook** is",
+      '  `PixhookModule.forRoot({ secret, path, store: new MemoryStore() })` with one `@OnWebhook()` provider method.',
       '',
       "**server CPU per request** is the server process's CPU time divided by the requests answered: it shows what",
       'a server costs even where the load generator, not the server, is the limit (the bare routes). The',
@@ -121,6 +126,7 @@ export function markdown(results, targetList, settings) {
       '',
       md(comparisonTable(results.http)),
       '',
+      ...nestSection(results.http, m.versions),
     );
     if (results.http.redis.skipped) parts.push(`Redis: ${results.http.redis.skipped}.`, '');
     else {
@@ -179,6 +185,7 @@ export function markdown(results, targetList, settings) {
       '',
     );
   }
+  if (results.lambda) parts.push(...lambdaSection(results.lambda, settings.lambda));
   parts.push(
     '## Before and after issue 9',
     '',
@@ -254,8 +261,72 @@ export function markdown(results, targetList, settings) {
   return `${parts.join('\n').trimEnd()}\n`;
 }
 
-const FRAMEWORK_NAMES = { express: 'Express', fastify: 'Fastify', koa: 'Koa' };
+const FRAMEWORK_NAMES = {
+  express: 'Express',
+  fastify: 'Fastify',
+  koa: 'Koa',
+  'nest-express': 'Nest (Express)',
+  'nest-fastify': 'Nest (Fastify)',
+};
 const name = (framework) => FRAMEWORK_NAMES[framework] ?? framework;
+
+/** The NestJS subsection of section 2: how its servers are written and mounted, and their table. */
+function nestSection(http, versions) {
+  const t = nestTable(http);
+  if (t.rows.length === 0) return [];
+  return [
+    '### NestJS',
+    '',
+    `Nest ${versions['@nestjs/core']} (\`@nestjs/core\`, \`@nestjs/platform-express\` and \`@nestjs/platform-fastify\`), one server process per`,
+    "platform and variant, in the same rounds as the plain frameworks' servers. The modules are plain JavaScript with",
+    "Nest's decorators applied by hand, as `tsc` emits them (`bench/src/http/apps/nest.mjs`), created with",
+    "`NestFactory.create(AppModule, adapter, { logger: false })`. PixhookModule's app keeps Nest's body parsers, as the",
+    "README's `main.ts` does (its route runs ahead of them on Express, and in a context of its own on Fastify); the",
+    'bare app is created with `bodyParser: false` (on Fastify, its JSON parser replaced by one that reads nothing, as',
+    "the plain Fastify bare route's), so that neither bare route reads the body.",
+    '',
+    "Each row's ratios are per round: against the bare route of its own stack (Nest's for Nest, the plain",
+    "framework's for the plain one; autocannon's p99 is in whole milliseconds), and for Nest against the same",
+    'route on the plain framework: req/s, and capacity (server CPU per request, the plain one ÷ Nest).',
+    '',
+    md(t),
+    '',
+  ];
+}
+
+/** Section 4: the Lambda handler in process, how it is measured, and its table. */
+function lambdaSection(lambda, settings) {
+  return [
+    '## 4. Lambda handler in process',
+    '',
+    'On Lambda there is no HTTP server to load: API Gateway, Function URLs and load balancers invoke the function',
+    "with the whole request as an event. So the handler's cost is measured per invocation, in process, as the",
+    "verification above is: one process pinned to core 1, each call timed by the process's CPU clock in batches of",
+    `~2 ms, ${settings.minCpuTimeMs} ms of CPU per candidate per round, ${settings.rounds} round${settings.rounds === 1 ? '' : 's'} in an order that rotates (and reverses every other`,
+    'round), after a warm-up. Every call is a new delivery: the 1 KiB body of the HTTP rows with a fresh event id,',
+    'signed with a fresh timestamp, built with its event before the timed loop; each call is awaited before the next.',
+    '',
+    '- **baseline**: `webhooks.handle({ method, headers, body })`, the body as a Buffer and the headers as Node gives',
+    '  them (lower-case names): what every adapter calls;',
+    '- **handler**: `createLambdaHandler(webhooks)(event, context)` with the same `webhooks`, for an API Gateway REST API',
+    '  event (payload 1.0: `headers` and `multiValueHeaders`, names as sent, the body as text), an HTTP API event',
+    '  (payload 2.0: lower-case names, the body as text) and a Function URL event whose body is base64',
+    '  (`isBase64Encoded: true`, decoded by the handler), each with a fresh `context`.',
+    '',
+    "Every delivery carries the same 11 headers (the client's, and those AWS adds: `X-Forwarded-*`,",
+    '`X-Amzn-Trace-Id`). One `Webhooks` with a `MemoryStore` and one counting handler serves all four;',
+    settings.fill
+      ? `the store is filled to its default \`maxEntries\` (${int(settings.fill)} ids) after the warm-up, so every round finds it full, as a busy instance's is.`
+      : 'the store is not filled first (smoke).',
+    'A call that does not answer 200 or run the handler exactly once fails the run. **ops/s** is calls per second',
+    'of one core (10⁹ ÷ CPU ns per call); **÷ handle()** is its ratio to the baseline in the same round, and **CPU',
+    "added per call** the difference: the handler's own work (reading the event, answering in the source's shape)",
+    'and its `async` layer.',
+    '',
+    md(lambdaTable(lambda)),
+    '',
+  ];
+}
 
 /** The fixed-rate subsection of section 2: how it is measured, and its table. */
 function fixedSection(fixed, settings, httpRows) {

@@ -45,6 +45,84 @@ export function httpTable(http) {
   };
 }
 
+/** A ratio, or `—` where there is none (a p99 of 0 ms, below autocannon's resolution, divides by zero). */
+function ratioOrDash(s) {
+  return s && Number.isFinite(s.median) && Number.isFinite(s.min) && Number.isFinite(s.max) ? ratio(s) : '—';
+}
+
+const PLATFORM_NAMES = { express: 'Express', fastify: 'Fastify' };
+const PLAIN_PIXHOOK = { express: '`webhookMiddleware` (@pixhook/express)', fastify: '@pixhook/fastify plugin' };
+
+/**
+ * NestJS next to the plain framework of its platform, from the same rounds: per platform, the plain
+ * bare route and pixhook adapter, then Nest's bare controller route and PixhookModule; each with its
+ * ratios to the bare route of its own stack and, for Nest, to the same route on the plain framework.
+ */
+export function nestTable(http) {
+  const byId = new Map(http.rows.map((r) => [r.id, r]));
+  const rows = [];
+  for (const [nest, platform] of Object.entries(http.nest?.platforms ?? {})) {
+    const name = PLATFORM_NAMES[platform] ?? platform;
+    for (const [id, stack, route] of [
+      [`${platform}/bare`, name, 'bare'],
+      [`${platform}/pixhook`, name, `pixhook: ${PLAIN_PIXHOOK[platform] ?? 'adapter'}`],
+      [`${nest}/bare`, `Nest on ${name}`, 'bare: a controller route'],
+      [`${nest}/pixhook`, `Nest on ${name}`, 'pixhook: `PixhookModule`'],
+    ]) {
+      const r = byId.get(id);
+      if (!r) continue;
+      rows.push([
+        stack,
+        route,
+        intSpread(r.rps),
+        latency(r.p50.median),
+        latency(r.p99.median),
+        `${r.cpuPerRequest.median.toFixed(1)} µs`,
+        ratio(r.vsBare),
+        ratioOrDash(r.p99VsBare),
+        r.plain ? ratio(r.plain.rps) : '—',
+        r.plain ? ratio(r.plain.capacity) : '—',
+      ]);
+    }
+  }
+  return {
+    head: [
+      'stack',
+      'route',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'server CPU per request',
+      'req/s ÷ bare of its stack',
+      'p99 ÷ bare of its stack',
+      'req/s ÷ same route, plain framework',
+      'capacity ÷ same route, plain framework',
+    ],
+    rows,
+  };
+}
+
+/** `+1.2 µs`, `−300 ns`: a difference of CPU times. */
+function signedNs(value) {
+  return value < 0 ? `−${ns(-value)}` : `+${ns(value)}`;
+}
+
+/** The Lambda handler in process: CPU time per call, calls per second of CPU, and both against `handle()`. */
+export function lambdaTable(lambda) {
+  return {
+    head: ['call', 'time per call', 'ops/s (one core)', 'ops/s ÷ handle()', 'CPU added per call'],
+    rows: lambda.rows.map((r) => [
+      r.label,
+      `${ns(r.time.median)} (${ns(r.time.min)}–${ns(r.time.max)})`,
+      intSpread(r.ops),
+      r.id === 'handle' ? '1 (itself)' : ratio(r.vsHandle),
+      r.id === 'handle'
+        ? '—'
+        : `${signedNs(r.addedNs.median)} (${signedNs(r.addedNs.min)} to ${signedNs(r.addedNs.max)})`,
+    ]),
+  };
+}
+
 /** `1.0 (0.0–2.0)` ms from a spread of whole milliseconds; `—` when there is none. */
 function msSpread(s) {
   if (!s || Number.isNaN(s.median)) return '—';

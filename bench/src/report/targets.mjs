@@ -62,6 +62,32 @@ export function targets(results) {
         .join('; '),
     });
   }
+  const platforms = results.http?.nest?.platforms ?? {};
+  for (const nest of Object.keys(platforms)) {
+    const of = (versus) => results.http.comparisons.find((c) => c.nest === nest && c.versus === versus);
+    const parts = [
+      ['÷ Nest bare', of('bare')],
+      [`÷ pixhook on plain ${platforms[nest]}`, of('plain')],
+    ].filter(([, c]) => c);
+    if (parts.length === 0) continue;
+    list.push({
+      target: `${nest}: PixhookModule at 32 connections: req/s and p99 against Nest's bare route and against pixhook on plain ${platforms[nest]}`,
+      info: true,
+      worst: parts
+        .map(([label, c]) => `${label}: req/s ${ratio(c.ratio, 3)}, p99 ${c.p99.mine} ms vs ${c.p99.theirs} ms`)
+        .join('; '),
+    });
+  }
+  if (results.lambda) {
+    const rows = results.lambda.rows.filter((r) => r.id !== 'handle');
+    const short = { rest: 'REST API', httpApi: 'HTTP API 2.0', functionUrl: 'Function URL (base64 body)' };
+    list.push({
+      target:
+        'lambda: createLambdaHandler(webhooks)(event, context) ÷ webhooks.handle() in process, ops/s, 1 KiB deliveries',
+      info: true,
+      worst: rows.map((r) => `${short[r.id] ?? r.id} ${ratio(r.vsHandle, 3)}`).join('; '),
+    });
+  }
   for (const t of results.http?.fixed?.informational ?? []) {
     const figure = (s) => `${fineMs(s.median)} ${t.unit} (${fineMs(s.min)}–${fineMs(s.max)})`;
     const beside = t.beside.value ? `; ${t.beside.label}: ${figure(t.beside.value)}` : '';
