@@ -5,9 +5,9 @@
  * exactly the shape that source expects before it is read as an answer.
  */
 import { createLambdaHandler } from '@pixhook/lambda';
-import { lambdaContext } from '../../packages/lambda/test/fixtures/context.js';
 import { type EventInput, eventFor, readResult, type Shape } from '../../packages/lambda/test/helpers/events.js';
 import type { AdapterUnderTest, TestRequest } from './http.js';
+import { lambdaContext } from './lambda-context.mjs';
 
 /** `x-service-signature` → `X-Service-Signature`: the case HTTP/1.1 clients send. */
 const canonical = (name: string): string =>

@@ -3,7 +3,7 @@
 // path, headers and body. Every source carries the same headers, a client's and those AWS adds;
 // only their case and shape differ (REST: names as sent, in `headers` and `multiValueHeaders`;
 // payload 2.0: lower-case names).
-import { randomUUID } from 'node:crypto';
+import { lambdaContext as testContext } from '@pixhook/test-helpers/lambda-context';
 
 const PATH = '/webhooks';
 
@@ -123,18 +123,5 @@ export function functionUrlBase64Event(headers, body) {
   return v2Event(headers, body, true, 'abcdefghij.lambda-url.us-east-1.on.aws', 'abcdefghij');
 }
 
-/** A Lambda `Context` as the Node.js runtime passes one to each invocation (packages/lambda/test/fixtures/context.ts). */
-export function lambdaContext(timeoutMs = 9_000) {
-  const deadline = Date.now() + timeoutMs;
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName: 'pixhook-webhooks',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:pixhook-webhooks',
-    memoryLimitInMB: '512',
-    awsRequestId: randomUUID(),
-    logGroupName: '/aws/lambda/pixhook-webhooks',
-    logStreamName: '2026/11/23/[$LATEST]8e2a7c1f0b3d4e5f9a6b7c8d9e0f1a2b',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-  };
-}
+/** A Lambda `Context` as the Node.js runtime passes one to each invocation, with the 9-second timeout the README gives. */
+export const lambdaContext = () => testContext(9_000);

@@ -14,9 +14,9 @@ import {
 import { createTestEvent } from '@pixhook/core/testing';
 import { createLambdaHandler, type LambdaHttpEvent, type LambdaRequest } from '@pixhook/lambda';
 import { delivery, errorCode, nowSeconds, SECRET, signedBody } from '@pixhook/test-helpers/deliveries';
+import { lambdaContext } from '@pixhook/test-helpers/lambda-context';
 import type { ALBEvent, APIGatewayProxyEvent, APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { lambdaContext } from './fixtures/context.js';
 import { type EventInput, eventFor, readResult, SHAPES, type Shape } from './helpers/events.js';
 
 function setup(options: Partial<WebhooksOptions> = {}) {
