@@ -40,7 +40,7 @@ const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
       ERROR_STATUS: 'object',
     },
     './testing': { createTestEvent: 'function', createSignedRequest: 'function' },
-    './node': { nodeBodyReader: 'function', pathMatcher: 'function' },
+    './node': { nodeBodyReader: 'function', pathMatcher: 'function', sendAnswer: 'function', failAnswer: 'function' },
   },
   '@pixhook/express': { '.': { webhookMiddleware: 'function' } },
   '@pixhook/fastify': { '.': { default: 'function' } },

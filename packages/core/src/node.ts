@@ -1,7 +1,7 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { WebhookVerificationError } from './errors.js';
-import type { BodyReader } from './handle-input.js';
+import type { BodyReader, WebhookResponse } from './handle-input.js';
 import { readStream } from './read-stream.js';
 
 /**
@@ -75,4 +75,40 @@ export function pathMatcher(path: string | undefined, owner: string): (requestPa
 
 function trimSlash(path: string): string {
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+}
+
+/**
+ * Writes pixhook's answer on a Node response, for middleware-style adapters (Express, and
+ * `@pixhook/nestjs` on Express). Nothing is written when the response is already on its way: a
+ * timeout middleware (or the app) may have answered while the body or a handler was slow, and
+ * writing headers then throws. Never throws: an error goes to `next` while it can still answer.
+ *
+ * @example
+ * webhooks.handle(input).then((answer) => sendAnswer(res, answer, next), (error) => failAnswer(res, error, next))
+ */
+export function sendAnswer(res: ServerResponse, result: WebhookResponse, next: (error?: unknown) => void): void {
+  if (res.headersSent || res.writableEnded || res.destroyed) return;
+  try {
+    res.statusCode = result.status;
+    for (const name in result.headers) res.setHeader(name, result.headers[name] as string);
+    res.end(result.body);
+  } catch (error) {
+    failAnswer(res, error, next);
+  }
+}
+
+/**
+ * Hands an error to the framework (`next(error)`) while it can still answer; otherwise the
+ * connection is all that is left, and it is closed. Never throws.
+ */
+export function failAnswer(res: ServerResponse, error: unknown, next: (error?: unknown) => void): void {
+  if (!res.headersSent) {
+    try {
+      next(error);
+      return;
+    } catch {
+      // fall through: an error handler that throws leaves nothing to answer with
+    }
+  }
+  if (!res.writableEnded) res.destroy();
 }

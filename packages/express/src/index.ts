@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { assertKnownOptions, type WebhookResponse, type WebhooksLike } from '@pixhook/core';
-import { nodeBodyReader, pathMatcher, rawCopyOf } from '@pixhook/core/node';
+import { assertKnownOptions, type WebhooksLike } from '@pixhook/core';
+import { failAnswer, nodeBodyReader, pathMatcher, rawCopyOf, sendAnswer } from '@pixhook/core/node';
 
 export type { WebhooksLike };
 
@@ -56,37 +56,8 @@ export function webhookMiddleware(
         request: req,
       })
       .then(
-        (result) => send(res, result, next),
-        (error: unknown) => fail(res, error, next),
+        (result) => sendAnswer(res, result, next),
+        (error: unknown) => failAnswer(res, error, next),
       );
   };
-}
-
-/**
- * Writes pixhook's answer, unless the response is already on its way: a timeout middleware (or the
- * app) may have answered while the body or a handler was slow, and writing headers then throws.
- * Nothing here may throw, or it would become an unhandled rejection and end the process.
- */
-function send(res: ServerResponse, result: WebhookResponse, next: (error?: unknown) => void): void {
-  if (res.headersSent || res.writableEnded || res.destroyed) return;
-  try {
-    res.statusCode = result.status;
-    for (const name in result.headers) res.setHeader(name, result.headers[name] as string);
-    res.end(result.body);
-  } catch (error) {
-    fail(res, error, next);
-  }
-}
-
-/** Hands an error to Express while it can still answer; otherwise the connection is all that is left. */
-function fail(res: ServerResponse, error: unknown, next: (error?: unknown) => void): void {
-  if (!res.headersSent) {
-    try {
-      next(error);
-      return;
-    } catch {
-      // fall through: an error handler that throws leaves nothing to answer with
-    }
-  }
-  if (!res.writableEnded) res.destroy();
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebhooksLike } from '@pixhook/core';
-import { nodeBodyReader, rawCopyOf } from '@pixhook/core/node';
+import { failAnswer, nodeBodyReader, rawCopyOf, sendAnswer } from '@pixhook/core/node';
 import pixhookFastify from '@pixhook/fastify';
 
 const HINT =
@@ -39,17 +39,10 @@ export function mountOnExpress(app: ExpressApp, path: string, webhooks: Webhooks
         body: nodeBodyReader(req, rawCopyOf(req.body, req.rawBody), HINT),
         request: req,
       })
-      .then((result) => {
-        // A timeout middleware (or the app) may have answered while a handler was slow.
-        if (res.headersSent || res.writableEnded || res.destroyed) return;
-        res.statusCode = result.status;
-        for (const name in result.headers) res.setHeader(name, result.headers[name] as string);
-        res.end(result.body);
-      })
-      .catch((error: unknown) => {
-        if (!res.headersSent) next(error);
-        else if (!res.writableEnded) res.destroy();
-      });
+      .then(
+        (result) => sendAnswer(res, result, next),
+        (error: unknown) => failAnswer(res, error, next),
+      );
   });
   // Express 5 keeps its router at app.router, Express 4 at app._router; Nest reads the same stack.
   const stack = app.router?.stack ?? app._router?.stack;
