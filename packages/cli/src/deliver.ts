@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { headersFromRaw } from './io/raw-headers.js';
 import { DEFAULT_DEADLINE_SECONDS } from './schedule.js';
 
 /** What one delivery attempt sends. */
@@ -25,10 +26,27 @@ export interface AttemptOutcome {
   body?: string;
   /** The response's Content-Type (when an answer came back in time and had one). */
   contentType?: string;
+  /** The response's headers, lower-case names, repeated ones joined with `, ` (when an answer came back in time). */
+  headers?: Record<string, string>;
   /** Why no answer counted: the deadline passed, or the connection failed. */
   failure?: 'timeout' | 'network';
   /** A short description of a network failure, e.g. `ECONNREFUSED`. */
   detail?: string;
+}
+
+/**
+ * Every header `deliver` sends: the request's own, with a `user-agent` unless it has one, and the
+ * body's `content-length`.
+ *
+ * @example
+ * sentHeaders({ url, body: '{}', headers: {} }) // { 'user-agent': 'pixhook-cli', 'content-length': '2' }
+ */
+export function sentHeaders(request: Pick<DeliveryRequest, 'body' | 'headers'>): Record<string, string> {
+  return {
+    'user-agent': 'pixhook-cli',
+    ...request.headers,
+    'content-length': String(Buffer.byteLength(request.body)),
+  };
 }
 
 /**
@@ -59,7 +77,7 @@ export function deliver(request: DeliveryRequest): Promise<AttemptOutcome> {
       url,
       {
         method: 'POST',
-        headers: { 'user-agent': 'pixhook-cli', ...request.headers, 'content-length': Buffer.byteLength(request.body) },
+        headers: sentHeaders(request),
         agent: false,
       },
       (res) => {
@@ -74,6 +92,7 @@ export function deliver(request: DeliveryRequest): Promise<AttemptOutcome> {
             status,
             body: Buffer.concat(chunks).toString('utf8'),
             ...(contentType === undefined ? {} : { contentType }),
+            headers: headersFromRaw(res.rawHeaders),
           });
         });
         res.on('error', fail);

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WebhookEvent } from '@pixhook/core';
-import { createSignedRequest } from '@pixhook/core/testing';
+import { createSignedRequest, type SignedRequest } from '@pixhook/core/testing';
 import { type AttemptOutcome, deliver } from './deliver.js';
 import { DEFAULT_DEADLINE_SECONDS, DEFAULT_MAX_ATTEMPTS, retryDelays } from './schedule.js';
 
@@ -26,8 +26,8 @@ export interface SimulateOptions {
 
 /** Progress of a simulation, as `onProgress` receives it. */
 export type SimulationUpdate =
-  | { kind: 'attempt'; attempt: number; maxAttempts: number }
-  | { kind: 'result'; attempt: number; maxAttempts: number; outcome: AttemptOutcome }
+  | { kind: 'attempt'; attempt: number; maxAttempts: number; request: SignedRequest }
+  | { kind: 'result'; attempt: number; maxAttempts: number; outcome: AttemptOutcome; request: SignedRequest }
   | { kind: 'wait'; nextAttempt: number; maxAttempts: number; delaySeconds: number; realMs: number };
 
 /** One attempt of a simulated delivery. */
@@ -89,13 +89,14 @@ export async function simulateDelivery(options: SimulateOptions): Promise<Simula
       progress({ kind: 'wait', nextAttempt: attempt, maxAttempts, delaySeconds, realMs });
       await sleep(realMs);
     }
-    progress({ kind: 'attempt', attempt, maxAttempts });
     // Signed now, not when the delivery was created: a retry carries a fresh timestamp.
-    const { body, headers } = createSignedRequest(options.event, { secret: options.secret, deliveryId });
+    const request = createSignedRequest(options.event, { secret: options.secret, deliveryId });
+    const { body, headers } = request;
+    progress({ kind: 'attempt', attempt, maxAttempts, request });
     const sentAt = new Date().toISOString();
     const outcome = await deliver({ url: options.url, body, headers, deadlineSeconds });
     attempts.push({ attempt, sentAt, delaySeconds, ...outcome });
-    progress({ kind: 'result', attempt, maxAttempts, outcome });
+    progress({ kind: 'result', attempt, maxAttempts, outcome, request });
     if (outcome.ok) return { state: 'delivered', eventId: options.event.id, deliveryId, attempts };
   }
   return { state: 'auto-disabled', eventId: options.event.id, deliveryId, attempts };

@@ -2,9 +2,9 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type AnyEvent, Webhooks } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { escapeText, safeJson } from '../io/escape.js';
-import { nonNegativeInteger, positiveNumber, requireSecret, secretOption } from '../io/options.js';
+import { nonNegativeInteger, portNumber, positiveNumber, requireSecret, secretOption } from '../io/options.js';
 import { errorCode, formatStatus, pc } from '../io/output.js';
 
 interface ListenOptions {
@@ -99,12 +99,6 @@ export function registerListen(program: Command): void {
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });
-}
-
-function portNumber(value: string): number {
-  const port = nonNegativeInteger(value);
-  if (port > 65_535) throw new InvalidArgumentError('expected a port from 0 to 65535.');
-  return port;
 }
 
 function report(record: RequestRecord, status: number, body: string, json: boolean): void {

@@ -40,6 +40,13 @@ export function nonNegativeInteger(value: string): number {
   return Number(value);
 }
 
+/** Parses a TCP port, 0 for any free one. */
+export function portNumber(value: string): number {
+  const port = nonNegativeInteger(value);
+  if (port > 65_535) throw new InvalidArgumentError('expected a port from 0 to 65535.');
+  return port;
+}
+
 /** Above this, a "Unix seconds" value is in fact milliseconds (10^11 s is the year 5138). */
 const MILLISECONDS_FROM = 1e11;
 
