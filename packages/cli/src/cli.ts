@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { registerDashboard } from './commands/dashboard.js';
 import { registerDeadLetters } from './commands/dead-letters.js';
 import { registerListen } from './commands/listen.js';
 import { registerSend } from './commands/send.js';
@@ -33,6 +34,7 @@ Examples:
   $ pixhook verify --header "t=1700000000,v1=5257a8…" --body captured.json
   $ pixhook sign --body event.json
   $ pixhook listen --port 4242
+  $ pixhook dashboard                                        # a local web page: send, watch, replay, inspect
   $ pixhook dead-letters list --redis redis://127.0.0.1:6379   # queued processing's dead letters`,
   );
 
@@ -41,6 +43,7 @@ registerSimulate(program);
 registerVerify(program);
 registerSign(program);
 registerListen(program);
+registerDashboard(program);
 registerDeadLetters(program);
 
 try {

@@ -1,0 +1,218 @@
+import { readFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isWebhookVerificationError } from '@pixhook/core';
+import { nodeBodyReader } from '@pixhook/core/node';
+import { ActionError, playSchedule, replay, sendTestEvent } from './actions.js';
+import { refusal } from './guard.js';
+import { createInspector } from './inspector.js';
+import type { ActionResult, ApiError, ServerEvent } from './protocol.js';
+import { endpointRequest, replayRequest, scheduleRequest, sendRequest } from './requests.js';
+import { DashboardState } from './state.js';
+
+/** Options of `startDashboard`. */
+export interface DashboardOptions {
+  /** The port on 127.0.0.1; 0 picks a free one. */
+  port: number;
+  /** The signing secret to start with (the page can set another). */
+  secret?: string | undefined;
+  /** The receiver URL to start with. */
+  url?: string | undefined;
+}
+
+/** A running dashboard. */
+export interface Dashboard {
+  /** The page, e.g. `http://127.0.0.1:4343/`. */
+  url: string;
+  /** The inspector's receiver URL, e.g. `http://127.0.0.1:4343/inspect`. */
+  inspectorUrl: string;
+  close(): Promise<void>;
+}
+
+/** The built page, beside the built CLI (dist/dashboard); `pnpm build` writes it. */
+const ASSETS = new URL('./dashboard/', import.meta.url);
+
+const FILES: Record<string, { file: string; type: string }> = {
+  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  '/app.js.map': { file: 'app.js.map', type: 'application/json; charset=utf-8' },
+  '/styles.css': { file: 'styles.css', type: 'text/css; charset=utf-8' },
+};
+
+/** Every answer of the page and its API: nothing else may frame, load or script it. */
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-resource-policy': 'same-origin',
+  'cache-control': 'no-store',
+};
+
+/** The largest API request body: an edited envelope of up to 1 MiB, in JSON. */
+const MAX_API_BODY = 2 * 1_048_576;
+
+const HEARTBEAT_MS = 15_000;
+
+/**
+ * Starts the dashboard on 127.0.0.1: the page, its JSON API and Server-Sent Events under `/api/`,
+ * and the inspector's receiver under `/inspect`.
+ */
+export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
+  let state: DashboardState | undefined;
+  let inspect: ReturnType<typeof createInspector> | undefined;
+  const streams = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    if (!state || !inspect) return void res.writeHead(503).end();
+    const path = (req.url ?? '/').split('?')[0] as string;
+    if (path === '/inspect' || path.startsWith('/inspect/')) {
+      inspect(req, res).catch((error) => fail(res, error));
+      return;
+    }
+    route(state, req, res, path, port, streams).catch((error) => fail(res, error));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}/`;
+  state = new DashboardState(`${url}inspect`, { secret: options.secret, url: options.url });
+  inspect = createInspector(state);
+  const heartbeat = setInterval(() => {
+    for (const stream of streams) stream.write(': still here\n\n');
+  }, HEARTBEAT_MS).unref();
+  return {
+    url,
+    inspectorUrl: state.inspectorUrl,
+    close: () => stop(server, streams, heartbeat),
+  };
+}
+
+async function route(
+  state: DashboardState,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  port: number,
+  streams: Set<ServerResponse>,
+): Promise<void> {
+  const refused = refusal(req, port);
+  if (refused) return json(res, 403, error('FORBIDDEN', refused));
+  if (req.method === 'GET' || req.method === 'HEAD') {
+    if (path === '/api/state') return json(res, 200, state.snapshot());
+    if (path === '/api/events') return events(state, req, res, streams);
+    const asset = FILES[path];
+    if (asset) return serveAsset(res, asset);
+    return json(res, 404, error('NOT_FOUND', `Nothing at ${path}.`));
+  }
+  if (req.method !== 'POST') {
+    res.setHeader('allow', 'GET, POST');
+    return json(res, 405, error('METHOD_NOT_ALLOWED', 'The dashboard answers GET and POST only.'));
+  }
+  if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
+    return json(res, 415, error('UNSUPPORTED_MEDIA_TYPE', 'Send the request as application/json.'));
+  }
+  const body = await readJson(req);
+  try {
+    return json(res, 200, await act(state, path, body));
+  } catch (caught) {
+    if (!(caught instanceof ActionError)) throw caught;
+    return json(res, caught.status, error(caught.code, caught.message));
+  }
+}
+
+async function act(state: DashboardState, path: string, body: unknown): Promise<ActionResult> {
+  switch (path) {
+    case '/api/endpoint': {
+      const { url, secret } = endpointRequest(body);
+      return { endpoint: state.setEndpoint(url, secret) };
+    }
+    case '/api/endpoint/enable':
+      return { endpoint: state.enable() };
+    case '/api/send':
+      return { attempts: await sendTestEvent(state, sendRequest(body)) };
+    case '/api/replay':
+      return { attempts: [await replay(state, replayRequest(body))] };
+    case '/api/schedule':
+      return { run: playSchedule(state, scheduleRequest(body)) };
+    default:
+      throw new ActionError(404, 'NOT_FOUND', `There is no action at ${path}.`);
+  }
+}
+
+/** `GET /api/events`: a snapshot, then every change, as Server-Sent Events. */
+function events(state: DashboardState, req: IncomingMessage, res: ServerResponse, streams: Set<ServerResponse>) {
+  res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': 'text/event-stream; charset=utf-8' });
+  // JSON has no raw line breaks, so each event is one `data:` line.
+  const send = (event: ServerEvent) => res.write(`data: ${JSON.stringify(event)}\n\n`);
+  res.write('retry: 1000\n\n');
+  send({ kind: 'snapshot', snapshot: state.snapshot() });
+  const unsubscribe = state.subscribe(send);
+  streams.add(res);
+  req.on('close', () => {
+    unsubscribe();
+    streams.delete(res);
+  });
+}
+
+async function serveAsset(res: ServerResponse, asset: { file: string; type: string }): Promise<void> {
+  let content: Buffer;
+  try {
+    content = await readFile(new URL(asset.file, ASSETS));
+  } catch {
+    return json(
+      res,
+      500,
+      error('NOT_BUILT', 'The dashboard’s page is not built: run `pnpm build` in the pixhook repository.'),
+    );
+  }
+  res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': asset.type }).end(content);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  let bytes: Uint8Array | string;
+  try {
+    // Core's reader: the size limit from Content-Length or as the bytes come, and a deadline.
+    bytes = await nodeBodyReader(req, undefined, '')(MAX_API_BODY, 10_000);
+  } catch (caught) {
+    if (!isWebhookVerificationError(caught)) throw caught;
+    throw new ActionError(caught.status, caught.code, caught.message);
+  }
+  try {
+    return JSON.parse(typeof bytes === 'string' ? bytes : Buffer.from(bytes).toString('utf8'));
+  } catch (caught) {
+    throw new ActionError(400, 'INVALID_JSON', `The request is not JSON: ${(caught as Error).message}`);
+  }
+}
+
+function json(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8' }).end(body);
+}
+
+function error(code: string, message: string): ApiError {
+  return { error: { code, message } };
+}
+
+/** An unexpected failure: a 500 saying so, never the process. */
+function fail(res: ServerResponse, caught: unknown): void {
+  if (caught instanceof ActionError) {
+    json(res, caught.status, error(caught.code, caught.message));
+  } else if (res.headersSent) {
+    res.destroy();
+  } else {
+    json(res, 500, error('INTERNAL_ERROR', `The dashboard failed: ${(caught as Error)?.message ?? String(caught)}`));
+  }
+}
+
+function stop(server: Server, streams: Set<ServerResponse>, heartbeat: NodeJS.Timeout): Promise<void> {
+  clearInterval(heartbeat);
+  for (const stream of streams) stream.end();
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
