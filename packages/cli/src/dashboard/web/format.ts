@@ -1,0 +1,52 @@
+import { formatDuration } from '../../schedule.js';
+
+/** A service duration in seconds for people: `1 min`, `2 h`, `24 h` (the CLI's own wording). */
+export function formatSeconds(seconds: number): string {
+  return formatDuration(seconds * 1000);
+}
+
+/** A real duration in milliseconds: `17 ms`, `1.5 s`. */
+export function formatMs(ms: number): string {
+  return formatDuration(ms);
+}
+
+/** An ISO 8601 time as local `HH:MM:SS.mmm`. */
+export function formatTime(iso: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  const two = (n: number) => String(n).padStart(2, '0');
+  const ms = String(date.getMilliseconds()).padStart(3, '0');
+  return `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}.${ms}`;
+}
+
+/** A body pretty-printed when it is JSON, else as it came. */
+export function prettyBody(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+/** Headers as `name: value` lines, in the order they came. */
+export function formatHeaders(headers: Record<string, string>): string {
+  return Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\n');
+}
+
+export type JsonObjectCheck = { object: Record<string, unknown>; error?: undefined } | { error: string };
+
+/** Parses text that must be a JSON object (not an array, null or a scalar). */
+export function parseJsonObject(text: string, what: string): JsonObjectCheck {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { error: `Invalid JSON: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { error: `${what} must be a JSON object` };
+  }
+  return { object: value as Record<string, unknown> };
+}
