@@ -2,6 +2,7 @@
 // scratch project outside the workspace, and loaded there by plain `node` — import() from ESM and
 // require() from CommonJS — then checked with publint and @arethetypeswrong/cli. Runs on the built
 // dist: `pnpm test` builds first.
+import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -235,6 +236,36 @@ describe.each(packages)('$name', (pkg) => {
       const result = await run(process.execPath, [path, '--help'], { cwd: scratch, timeoutMs: 15_000 });
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout.length).toBeGreaterThan(0);
+    });
+  }
+
+  if (pkg.name === '@pixhook/cli') {
+    it('ships the dashboard’s page: `pixhook dashboard` serves it from the installed package', async () => {
+      const cli = join((installed.get(pkg.name) as InstalledPackage).dir, 'dist/cli.js');
+      const child = spawn(process.execPath, [cli, 'dashboard', '--port', '0'], { cwd: scratch });
+      try {
+        const url = await new Promise<string>((resolve, reject) => {
+          let output = '';
+          child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+            output += chunk;
+            const match = /on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(output);
+            if (match) resolve(match[1] as string);
+          });
+          child.once('exit', (code) => reject(new Error(`pixhook dashboard exited (${code}): ${output}`)));
+        });
+        for (const [file, type] of [
+          ['', 'text/html'],
+          ['app.js', 'text/javascript'],
+          ['styles.css', 'text/css'],
+        ]) {
+          const response = await fetch(`${url}${file}`);
+          expect(response.status, file).toBe(200);
+          expect(response.headers.get('content-type')).toMatch(new RegExp(`^${type}`));
+          expect((await response.text()).length).toBeGreaterThan(100);
+        }
+      } finally {
+        child.kill();
+      }
     });
   }
 });
