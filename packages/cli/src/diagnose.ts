@@ -55,6 +55,17 @@ const STEP: Partial<Record<WebhookErrorCode, DiagnosisStep>> = {
 };
 
 /**
+ * Whether `diagnoseSignature` explains a request refused with this code: the verification steps
+ * (header, timestamp, signature, envelope), not the method, size, store or handlers.
+ *
+ * @example
+ * diagnosesCode('SIGNATURE_MISMATCH') // true
+ */
+export function diagnosesCode(code: string): boolean {
+  return Object.hasOwn(STEP, code);
+}
+
+/**
  * Checks a captured request with `@pixhook/core` and, when it fails, names the step and the
  * likely cause: a malformed header, a timestamp outside the tolerance, a body that was
  * re-serialised or gained or lost a trailing newline, a secret with white space, or a wrong secret.

@@ -1,21 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type AnyEvent, Webhooks } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
-import { diagnoseSignature } from '../diagnose.js';
+import { diagnoseSignature, diagnosesCode } from '../diagnose.js';
 import { errorCode } from '../io/output.js';
 import { headersFromRaw } from '../io/raw-headers.js';
 import type { DiagnosisView, InspectedDelivery } from './protocol.js';
 import type { DashboardState } from './state.js';
-
-/** Codes of the verification steps `pixhook verify` diagnoses. */
-const DIAGNOSED = new Set([
-  'MISSING_SIGNATURE',
-  'MALFORMED_SIGNATURE',
-  'TIMESTAMP_OUT_OF_TOLERANCE',
-  'SIGNATURE_MISMATCH',
-  'INVALID_JSON',
-  'INVALID_EVENT',
-]);
 
 interface Received {
   event?: AnyEvent;
@@ -86,7 +76,7 @@ function describe(
   const bytes = received.bytes ?? new Uint8Array();
   const signature = req.headers['x-service-signature'];
   const diagnosis =
-    secret && code && DIAGNOSED.has(code)
+    secret && code && diagnosesCode(code)
       ? diagnose(secret, Array.isArray(signature) ? signature.join(', ') : (signature ?? ''), bytes)
       : undefined;
   return {
