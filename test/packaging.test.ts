@@ -242,7 +242,11 @@ describe.each(packages)('$name', (pkg) => {
   if (pkg.name === '@pixhook/cli') {
     it('ships the dashboard’s page: `pixhook dashboard` serves it from the installed package', async () => {
       const cli = join((installed.get(pkg.name) as InstalledPackage).dir, 'dist/cli.js');
-      const child = spawn(process.execPath, [cli, 'dashboard', '--port', '0'], { cwd: scratch });
+      // NO_COLOR: under CI picocolors would wrap the printed address in escape sequences.
+      const child = spawn(process.execPath, [cli, 'dashboard', '--port', '0'], {
+        cwd: scratch,
+        env: { ...process.env, NO_COLOR: '1' },
+      });
       try {
         const url = await new Promise<string>((resolve, reject) => {
           let output = '';
