@@ -205,6 +205,12 @@ export class PgBossQueue implements WebhookQueue {
     await this.#whenReady();
     const { name } = this.#options;
     const id = pgBossJobIdFor(delivery.event.id);
+    // Looked up before sending: pg-boss's unique id covers its job table only, and a duplicate of an
+    // archived job, once inserted, could be fetched by a polling worker before it was dropped again.
+    // Left: a job archived in the moment between this lookup and the insert (12 h after it completed,
+    // by default) is run once more; handlers must be safe to run twice anyway.
+    const before = await this.#lookup(id);
+    if (before?.archived) return;
     let created: string | null;
     try {
       created = await this.#boss.send(name, delivery, { id, ...this.#sendOptions });
@@ -213,13 +219,12 @@ export class PgBossQueue implements WebhookQueue {
       if ((await this.#boss.getDb().executeSql('SELECT 1', [])) === undefined) throw this.#notStarted(error);
       throw error;
     }
-    const [found] = (await this.#sql(this.#statements.lookup, [name, id])) as {
-      live: string | null;
-      archived: boolean;
-    }[];
     if (created === null) {
-      // pg-boss also answers null when the queue does not exist (its insert joins the queue table).
-      if ((found?.live ?? null) === null && !found?.archived) {
+      if ((before?.live ?? null) !== null) return;
+      // Not there a moment ago: another delivery of the event inserted it since, or (pg-boss also
+      // answers null then, its insert joins the queue table) the queue does not exist.
+      const after = await this.#lookup(id);
+      if ((after?.live ?? null) === null && !after?.archived) {
         this.#ready = undefined;
         throw new Error(
           `pixhook: PgBossQueue: pg-boss stored no job for this event and holds none: was the queue "${name}" deleted? It is created again on the next delivery.`,
@@ -227,12 +232,16 @@ export class PgBossQueue implements WebhookQueue {
       }
       return;
     }
-    if (found?.archived) {
-      // Processed long ago (pg-boss has archived its job): the job just added is a duplicate.
-      await this.#sql(this.#statements.dropWaiting, [name, id]);
-      return;
-    }
     for (const worker of this.#workers) worker.wake();
+  }
+
+  /** The job's state in pg-boss's job table (null: none there), and whether its archive holds it. */
+  async #lookup(id: string): Promise<{ live: string | null; archived: boolean } | undefined> {
+    const [found] = (await this.#sql(this.#statements.lookup, [this.#options.name, id])) as {
+      live: string | null;
+      archived: boolean;
+    }[];
+    return found;
   }
 
   /**

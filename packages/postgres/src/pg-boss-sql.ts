@@ -26,9 +26,6 @@ export function pgBossStatements(schema: string) {
     lookup: `SELECT (SELECT state::text FROM ${job} WHERE name = $1 AND id = $2::uuid) AS live,
   EXISTS (SELECT 1 FROM ${archive} WHERE name = $1 AND id = $2::uuid) AS archived`,
 
-    /** $2 job id: removes a job that has not started (a duplicate of an archived one). */
-    dropWaiting: `DELETE FROM ${job} WHERE name = $1 AND id = $2::uuid AND state = 'created'`,
-
     /** $2 job id: no retries left, so the `fail()` that follows makes it a dead letter at once. */
     lastAttempt: `UPDATE ${job} SET retry_limit = retry_count WHERE name = $1 AND id = $2::uuid AND state = 'active'`,
 
