@@ -253,6 +253,8 @@ describeWithChromium('pixhook dashboard: retry schedule', () => {
     const run = page.getByTestId('run').first();
     await eventually(() => run.getAttribute('data-state')).toBe('delivered');
     expect(await run.getByTestId('run-outcome').textContent()).toMatch(/delivered at attempt 3/);
+    // Announced politely (for screen readers) once it ended, whatever order the answers came in.
+    await eventually(() => page.getByTestId('status').textContent()).toMatch(/quota.exceeded: delivered/);
     const steps = run.getByTestId('timeline-step');
     expect(await steps.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-state')))).toEqual([
       'failed',

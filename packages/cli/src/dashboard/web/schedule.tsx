@@ -26,7 +26,7 @@ export function Schedule({ snapshot, dashboard, onShowAttempt }: Props) {
   const play = async (event: Event) => {
     event.preventDefault();
     setBusy(true);
-    const outcome = await dashboard.act('/api/schedule', {
+    await dashboard.act('/api/schedule', {
       type,
       object: snapshot.samples[type] ?? {},
       timeScale: Number(timeScale),
@@ -34,7 +34,6 @@ export function Schedule({ snapshot, dashboard, onShowAttempt }: Props) {
       deadlineSeconds: Number(deadline),
     });
     setBusy(false);
-    if (outcome.ok) dashboard.announce(`Retry schedule started for ${type}`);
   };
 
   return (

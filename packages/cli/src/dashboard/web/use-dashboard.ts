@@ -39,6 +39,7 @@ function addMissing<T extends { id: string }>(list: T[], items: T[]): T[] {
 function runOutcome(run: ScheduleRun): string {
   if (run.state === 'delivered') return `Retry schedule of ${run.eventType}: delivered`;
   if (run.state === 'auto-disabled') return `Retry schedule of ${run.eventType}: endpoint auto-disabled`;
+  if (run.state === 'running') return `Retry schedule started for ${run.eventType}`;
   return `Retry schedule of ${run.eventType}: ${run.state}`;
 }
 
@@ -56,10 +57,12 @@ function applyEvent(state: State, event: ServerEvent): State {
     case 'run': {
       const before = snapshot.runs.find((run) => run.id === event.run.id);
       const finished = before?.state === 'running' && event.run.state !== 'running';
+      // Announced from the stream, in its order: the POST's answer may come after the run ended.
+      const started = before === undefined && event.run.state === 'running';
       return {
         ...state,
         snapshot: { ...snapshot, runs: upsert(snapshot.runs, event.run) },
-        announcement: finished ? runOutcome(event.run) : state.announcement,
+        announcement: finished || started ? runOutcome(event.run) : state.announcement,
       };
     }
   }
