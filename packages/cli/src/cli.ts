@@ -22,6 +22,11 @@ const program = new Command('pixhook')
   // Settings before the commands: subcommands copy them when they are created.
   .exitOverride()
   .showHelpAfterError('(add --help for usage and examples)')
+  // Commander's own errors quote what was typed ("unknown command 'sned…'"): the line breaks
+  // between its lines stay, every other control character is shown escaped, never written raw.
+  .configureOutput({
+    outputError: (text, write) => write(text.split('\n').map(escapeText).join('\n')),
+  })
   .addHelpText(
     'after',
     `

@@ -123,6 +123,21 @@ describe('nothing from a request or an answer reaches the terminal raw', () => {
     expect(result.stdout).toContain('"x\\x1b]0;pwned\\x07\\x9b2J" is not a key=value pair');
   });
 
+  test('a mistyped command, option or choice is echoed escaped', async () => {
+    const results = await Promise.all([
+      run(['sned\x1b[2J\x1b]0;pwned\x07']),
+      run(['send', 'http://127.0.0.1:1/webhooks', '--type', 'image.created', '--deadlin\x1b[31m', '1']),
+      run(['dead-letters', 'lst\u009b2J']),
+    ]);
+    for (const result of results) {
+      expect(result.code).toBe(2);
+      expect(result.stderr).not.toMatch(RAW_CONTROL);
+    }
+    expect(results[0]?.stderr).toContain("unknown command 'sned\\x1b[2J\\x1b]0;pwned\\x07'");
+    expect(results[1]?.stderr).toContain("unknown option '--deadlin\\x1b[31m'");
+    expect(results[2]?.stderr).toContain('lst\\x9b2J');
+  });
+
   test('an error that quotes a file is printed escaped', async () => {
     const result = await run(['send', 'http://127.0.0.1:1/webhooks', '--type', 'image.created', '--data', '-'], {
       input: '\u001b[2J\u009b31m',
