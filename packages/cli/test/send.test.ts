@@ -1,4 +1,6 @@
 import { writeFileSync } from 'node:fs';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EVENT_TYPES } from '@pixhook/core';
@@ -14,7 +16,14 @@ beforeAll(async () => {
   ensureBuilt();
   [good, failing] = await Promise.all([receiver('express'), receiver('fastify', failFirst(Number.POSITIVE_INFINITY))]);
 });
-afterAll(() => Promise.all([good?.close(), failing?.close()]));
+const servers: Server[] = [];
+afterAll(() => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    server.close();
+  }
+  return Promise.all([good?.close(), failing?.close()]);
+});
 
 function neverShowsSecret(...outputs: string[]) {
   for (const output of outputs) expect(output).not.toContain(SECRET);
@@ -118,6 +127,60 @@ describe('pixhook send', () => {
     expect(stdout).not.toContain('<');
   });
 
+  test('a 5 MiB answer: the first 1 MiB kept, "4,194,304 bytes more" said, the rest not read', async () => {
+    const size = 5 * 1_048_576;
+    const big = await streaming((res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': size });
+      // 64 KiB at a time, as a receiver streaming a large answer does.
+      const piece = Buffer.alloc(65_536, 'é'.repeat(32_768));
+      let sent = 0;
+      const more = () => {
+        while (sent < size && res.write(piece)) sent += piece.length;
+        if (sent < size) res.once('drain', more);
+        else res.end();
+      };
+      more();
+    });
+    const [text, json] = await Promise.all([
+      run(['send', big.url, '--type', 'image.created']),
+      run(['send', big.url, '--type', 'image.created', '--json']),
+    ]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('4,194,304 bytes more, not read: pixhook reads the first 1 MiB of an answer');
+    const result = JSON.parse(json.stdout);
+    expect(result).toMatchObject({ ok: true, status: 200, truncated: true, moreBytes: 4_194_304 });
+    // Whole characters only: 'é' is two bytes, and 1 MiB holds 524,288 of them.
+    expect(result.body).toBe('é'.repeat(524_288));
+  });
+
+  test('an endless answer: the send ends with its prefix, and the CLI closes the connection', async () => {
+    let closed = 0;
+    const endless = await streaming((res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"items":[');
+      const piece = Buffer.from('"0123456789abcdef",'.repeat(3_000));
+      const more = () => {
+        while (!res.destroyed && res.write(piece));
+        if (!res.destroyed) res.once('drain', more);
+      };
+      res.on('close', () => closed++);
+      more();
+    });
+    // A deadline far beyond the test's ceiling: only the bound can end this send.
+    const result = await run(['send', endless.url, '--type', 'image.created', '--deadline', '3600', '--json']);
+    expect(result.code).toBe(0);
+    const outcome = JSON.parse(result.stdout);
+    expect(outcome).toMatchObject({ ok: true, status: 200, truncated: true });
+    expect(outcome.moreBytes).toBeUndefined();
+    expect(Buffer.byteLength(outcome.body)).toBe(1_048_576);
+    expect(outcome.body.startsWith('{"items":["0123456789abcdef",')).toBe(true);
+    await expect.poll(() => closed, { timeout: 15_000 }).toBe(1);
+
+    const text = await run(['send', endless.url, '--type', 'image.created', '--deadline', '3600']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('… more bytes, not read: pixhook reads the first 1 MiB of an answer');
+  }, 60_000);
+
   test('without a secret, or with bad options: exit 2 and a message saying what to do', async () => {
     const [noSecret, noType, badUrl] = await Promise.all([
       run(['send', good.url, '--type', 'image.created'], { secret: null }),
@@ -177,3 +240,13 @@ describe('pixhook send', () => {
     expect(both.stderr).toContain('cannot be used with');
   });
 });
+
+/** A server that is not a pixhook receiver: it reads the delivery, then answers with `answer`. */
+async function streaming(answer: (res: ServerResponse) => void): Promise<{ url: string }> {
+  const server: Server = createServer((req, res) => {
+    req.resume().on('end', () => answer(res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  servers.push(server);
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks` };
+}

@@ -7,7 +7,7 @@ import { escapeText } from '../io/escape.js';
 import { buildEvent } from '../io/event.js';
 import { outcomeHint } from '../io/hints.js';
 import { httpUrl, positiveNumber, requireSecret, secretOption, TYPE_HELP, unixSeconds } from '../io/options.js';
-import { errorCode, formatBody, formatStatus, pc, printJson } from '../io/output.js';
+import { errorCode, formatBody, formatStatus, pc, printJson, truncationNote } from '../io/output.js';
 import { DEFAULT_DEADLINE_SECONDS, formatDuration } from '../schedule.js';
 
 interface SendOptions {
@@ -172,6 +172,7 @@ function printResult(url: string, { outcome }: SendResult, deadline: number): vo
       `${pc.dim('←')} ${formatStatus(outcome.status)}${code ? ` ${escapeText(code)}` : ''} in ${formatDuration(outcome.ms)}\n`,
     );
     if (outcome.body) process.stdout.write(`${formatBody(outcome.body, outcome.contentType)}\n`);
+    if (outcome.truncated) process.stdout.write(`${pc.dim(truncationNote(outcome))}\n`);
   } else if (outcome.failure === 'timeout') {
     process.stdout.write(
       `${pc.red('✗')} no answer within ${deadline} s: the service counts this as a failed attempt\n`,

@@ -238,7 +238,15 @@ function record(state: DashboardState, delivery: Delivery, outcome: AttemptOutco
     request: { url, headers: sentHeaders({ body, headers }), body },
     ...(outcome.status === undefined
       ? {}
-      : { answer: { status: outcome.status, headers: outcome.headers ?? {}, body: outcome.body ?? '' } }),
+      : {
+          answer: {
+            status: outcome.status,
+            headers: outcome.headers ?? {},
+            body: outcome.body ?? '',
+            ...(outcome.truncated ? { truncated: true } : {}),
+            ...(outcome.moreBytes === undefined ? {} : { moreBytes: outcome.moreBytes }),
+          },
+        }),
     ms: Math.round(outcome.ms),
     ok: outcome.ok,
     ...(outcome.ok && answer?.duplicate === true ? { duplicate: true } : {}),

@@ -35,7 +35,12 @@ export interface SentRequest {
 export interface ReceivedAnswer {
   status: number;
   headers: Record<string, string>;
+  /** The body, or its first 1 MiB (`DEFAULT_MAX_ANSWER_BYTES`) when `truncated`. */
   body: string;
+  /** The answer was longer than the bound: the rest was not read. */
+  truncated?: boolean;
+  /** With `truncated`, the bytes not read, when the answer's Content-Length said its size. */
+  moreBytes?: number;
 }
 
 /** Why the dashboard made an attempt. */

@@ -67,3 +67,13 @@ export function formatBody(
   const cut = words.length > excerpt ? `${words.slice(0, excerpt)}…` : words;
   return pc.dim(`not JSON (${escapeText(type)}, ${Buffer.byteLength(body)} bytes)${cut ? ': ' : ''}`) + escapeText(cut);
 }
+
+/**
+ * What was not read of an answer longer than `deliver`'s bound (1 MiB), e.g. `… 2,097,152 bytes
+ * more, not read: pixhook reads the first 1 MiB of an answer (the service does not use its body)`.
+ */
+export function truncationNote(outcome: { moreBytes?: number | undefined }): string {
+  const more =
+    outcome.moreBytes === undefined ? 'more bytes' : `${outcome.moreBytes.toLocaleString('en-US')} bytes more`;
+  return `… ${more}, not read: pixhook reads the first 1 MiB of an answer (the service does not use its body)`;
+}
