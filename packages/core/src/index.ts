@@ -42,6 +42,7 @@ export {
 } from './store.js';
 export {
   type BegunEvent,
+  type CommitReadBack,
   type EventTransactions,
   isEventTransactions,
   type OpenEvent,

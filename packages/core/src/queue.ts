@@ -5,7 +5,13 @@ import { WebhookVerificationError } from './errors.js';
 import type { AnyEvent } from './events.js';
 import type { WebhookResponse } from './handle-input.js';
 import { beginEvent } from './store-protocol.js';
-import { commitFailed, type EventTransactions, type OpenEvent, rollbackFailed } from './transactions.js';
+import {
+  commitFailed,
+  commitReadBack,
+  type EventTransactions,
+  type OpenEvent,
+  rollbackFailed,
+} from './transactions.js';
 
 /**
  * A verified delivery as a queue stores it: the signed event, and the delivery's id and signature
@@ -241,12 +247,15 @@ export async function processQueued(host: QueueHost, delivery: QueuedDelivery, j
     }
   }
   if (open) {
+    let answer: unknown;
     try {
-      await open.commit();
+      answer = await open.commit();
     } catch (cause) {
       const error = commitFailed(event.id, cause);
       report(error);
       throw error;
     }
+    const lost = commitReadBack(event.id, answer);
+    if (lost) report(lost);
   }
 }

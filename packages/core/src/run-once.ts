@@ -13,7 +13,7 @@ import {
   keepClaim,
   releaseClaim,
 } from './store-protocol.js';
-import { commitFailed, type EventTransactions, rollbackFailed } from './transactions.js';
+import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } from './transactions.js';
 
 /** What running a verified event once came to, for the pipeline to answer. */
 export type Outcome = { kind: 'done'; duplicate: boolean } | { kind: 'rejected'; error: WebhookVerificationError };
@@ -96,8 +96,12 @@ function succeeded(run: Run, claim: HeldClaim): Maybe<Outcome> {
   // Transactional mode: the commit keeps the handlers' writes and the record together, or neither.
   const open = claim.open;
   if (open) {
-    return new Promise<void>((resolve) => resolve(open.commit())).then(
-      () => DONE,
+    return new Promise<unknown>((resolve) => resolve(open.commit())).then(
+      (answer) => {
+        const lost = commitReadBack(claim.id, answer);
+        if (lost) run.report(lost);
+        return DONE;
+      },
       (cause: unknown) => rejected(run, commitFailed(claim.id, cause)),
     );
   }

@@ -42,13 +42,27 @@ export interface OpenEvent<TTransaction> {
   /** What the handlers get as `context.transaction`. */
   readonly transaction: TTransaction;
   /**
-   * All handlers succeeded: records the event as processed and commits. Rejects when the commit
-   * failed; then nothing the handlers wrote was kept and core answers 503 `STORE_UNAVAILABLE`, so
-   * the service retries.
+   * All handlers succeeded: records the event as processed and commits. Resolves once committed
+   * (core answers 200). Rejects when the commit failed, so the service retries (503
+   * `STORE_UNAVAILABLE`): by default that means nothing the handlers wrote was kept; reject with an
+   * error whose `commitOutcome` is `'unknown'` when the commit's answer was lost (a timeout, a dropped
+   * connection) and whether it was kept could not be found out. When the answer was lost but the
+   * event's record was read back on another connection, resolve with a `CommitReadBack`: core
+   * answers 200 and tells `onError` what was lost.
    */
-  commit(): Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: an implementation that returns nothing (`async () => {}`) must fit.
+  commit(): Promise<void | CommitReadBack>;
   /** A handler failed: rolls back, so none of its writes are kept and the next delivery runs it again. */
   rollback(): Promise<void>;
+}
+
+/**
+ * What `OpenEvent.commit()` resolves with when the commit's own answer was lost but the event's
+ * record was read back on another connection: the transaction was committed.
+ */
+export interface CommitReadBack {
+  /** Why the commit's answer was lost (the timeout or the connection's error). */
+  readonly answerLost: unknown;
 }
 
 /** True when `value` has a `begin` method (an `EventTransactions`). */
@@ -65,12 +79,28 @@ export function beginFailed(cause: unknown): WebhookVerificationError {
   );
 }
 
-/** The 503 for a commit that failed after the handlers succeeded. */
+/**
+ * The 503 for a commit that failed after the handlers succeeded: nothing kept, or (the commit's
+ * answer lost and not read back: a `cause` whose `commitOutcome` is `'unknown'`) unknown.
+ */
 export function commitFailed(id: string, cause: unknown): WebhookVerificationError {
+  const unknown = (cause as { commitOutcome?: unknown } | null)?.commitOutcome === 'unknown';
   return new WebhookVerificationError(
     'STORE_UNAVAILABLE',
-    `The handlers for event ${id} succeeded but their transaction could not be committed, so none of their writes were kept; the service will retry it.`,
+    unknown
+      ? `The handlers for event ${id} succeeded but the answer to their commit was lost and could not be read back, so whether their writes were kept is unknown; the service will retry it, and the retry finds out: a duplicate if the commit was kept, a new run if not.`
+      : `The handlers for event ${id} succeeded but their transaction could not be committed, so none of their writes were kept; the service will retry it.`,
     { cause },
+  );
+}
+
+/** Told to `onError` (the answer is 200) when the commit's answer was lost but its record was read back. */
+export function commitReadBack(id: string, answer: unknown): WebhookVerificationError | undefined {
+  if (typeof answer !== 'object' || answer === null || !('answerLost' in answer)) return undefined;
+  return new WebhookVerificationError(
+    'STORE_UNAVAILABLE',
+    `The answer to the commit of event ${id} was lost, but the event's record was read back on another connection: the transaction was committed and the event is processed.`,
+    { cause: (answer as CommitReadBack).answerLost },
   );
 }
 

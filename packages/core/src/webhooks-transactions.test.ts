@@ -7,6 +7,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   type BegunEvent,
+  type CommitReadBack,
   type EventTransactions,
   type QueuedRun,
   type TransactionalHandlerContext,
@@ -36,6 +37,8 @@ class MapDatabase implements EventTransactions<Tx> {
   failBegin: unknown;
   failCommit: unknown;
   failRollback: unknown;
+  /** What commit() resolves with after committing (a `CommitReadBack` when its answer was "lost"). */
+  commitAnswer: unknown;
 
   async begin(eventId: string): Promise<BegunEvent<Tx>> {
     this.begins += 1;
@@ -53,6 +56,7 @@ class MapDatabase implements EventTransactions<Tx> {
         this.commits += 1;
         this.rows.push(...tx.staged);
         this.processed.add(eventId);
+        return this.commitAnswer as undefined;
       },
       rollback: async () => {
         this.locked.delete(eventId);
@@ -199,6 +203,33 @@ describe('transactional mode: in the request', () => {
     expect(db.rows).toEqual([event.id]);
   });
 
+  it('says the outcome is unknown when the commit rejects with commitOutcome unknown, not that nothing was kept', async () => {
+    const { db, webhooks, errors } = setup();
+    webhooks.on('image.created', () => {});
+    db.failCommit = Object.assign(new Error('the answer to COMMIT was lost'), { commitOutcome: 'unknown' });
+    const first = await post(webhooks);
+    expect(first.status).toBe(503);
+    expect(code(first.body)).toBe('STORE_UNAVAILABLE');
+    expect(errors[0]?.message).toMatch(/whether their writes were kept is unknown; .* the retry finds out/);
+    expect(errors[0]?.cause).toBe(db.failCommit);
+    db.failCommit = new Error('could not serialize access');
+    await post(webhooks, createTestEvent('image.created', { id: 'img_2' }));
+    expect(errors[1]?.message).toMatch(/none of their writes were kept/);
+  });
+
+  it('answers 200 when the commit resolves with a CommitReadBack, and tells onError its answer was lost', async () => {
+    const { db, webhooks, errors } = setup();
+    webhooks.on('image.created', (event, { transaction }) => transaction.insert(event.id));
+    const lost = new Error('Connection terminated unexpectedly');
+    db.commitAnswer = { answerLost: lost } satisfies CommitReadBack;
+    const answer = await post(webhooks);
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual({ received: true });
+    expect(errors.map((error) => [error.code, error.cause])).toEqual([['STORE_UNAVAILABLE', lost]]);
+    expect(errors[0]?.message).toMatch(/was lost, but the event's record was read back on another connection/);
+    expect(db.rows).toHaveLength(1);
+  });
+
   it('still answers 500 HANDLER_FAILED when the rollback fails, and tells onError of both', async () => {
     const { db, webhooks, errors } = setup();
     webhooks.on('image.created', () => {
@@ -309,6 +340,16 @@ describe('transactional mode: in a queue worker', () => {
     db.locked.add(queued.event.id);
     await expect(webhooks.process(queued, job(2))).rejects.toMatchObject({ code: 'IN_FLIGHT' });
     expect(errors.map((error) => error.code)).toEqual(['HANDLER_FAILED', 'IN_FLIGHT']);
+  });
+
+  it('resolves when the commit resolves with a CommitReadBack, telling onError the answer was lost', async () => {
+    const { db, webhooks, errors } = setup();
+    webhooks.on('image.created', () => {});
+    db.commitAnswer = { answerLost: new Error('timed out') } satisfies CommitReadBack;
+    await webhooks.process(delivery(), job());
+    expect(errors.map((error) => error.code)).toEqual(['STORE_UNAVAILABLE']);
+    expect(errors[0]?.message).toMatch(/was lost, but the event's record was read back/);
+    expect(db.processed.size).toBe(1);
   });
 
   it('rejects with STORE_UNAVAILABLE when the commit fails, and reports a failed rollback', async () => {

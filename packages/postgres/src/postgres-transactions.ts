@@ -1,10 +1,23 @@
-import type { BegunEvent, EventTransactions, OpenEvent } from '@pixhook/core';
+import type { BegunEvent, CommitReadBack, EventTransactions, OpenEvent } from '@pixhook/core';
 import type { Pool, PoolClient } from 'pg';
-import { assertPool, type CheckedOut, Database } from './database.js';
+import { assertPool, type CheckedOut, Database, PostgresTimeoutError } from './database.js';
 import { type PostgresTransactionsOptions, resolveOptions } from './options.js';
 
 const COMPLETED: BegunEvent<PoolClient> = { state: 'completed' };
 const IN_FLIGHT: BegunEvent<PoolClient> = { state: 'in-flight' };
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Postgres answered COMMIT with an error that rolled the transaction back: a deferred constraint
+ * (class 23) or a serialization failure or deadlock (class 40). Anything else (no answer, a
+ * connection error, an administrator's termination) may have come after the commit.
+ */
+function refusedCommit(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(23|40)[0-9A-Z]{3}$/.test(code);
+}
 
 /**
  * Transactional handlers on Postgres: exactly-once effects. Given as `new Webhooks({ transactions })`,
@@ -17,6 +30,12 @@ const IN_FLIGHT: BegunEvent<PoolClient> = { state: 'in-flight' };
  * waiting (`pg_try_advisory_xact_lock`): a second delivery while the transaction is open gets 409
  * `IN_FLIGHT` at once. Postgres drops the lock at commit or rollback, or when the connection dies
  * with its instance, so a crash leaves nothing behind: the next retry runs the event.
+ *
+ * A `COMMIT` whose answer is lost (it timed out, or its connection dropped) may still have
+ * committed: the event's record is read back on another connection, once the event's lock is free.
+ * There: 200, and `onError` is told the answer was lost. Absent: 503, nothing kept. The read-back
+ * fails too (Postgres frozen or away): 503, and `onError` says the outcome is unknown; the retry
+ * finds out (a duplicate if it was kept). Effects stay exactly-once either way.
  *
  * @example
  * const webhooks = new Webhooks({ secret: process.env.SIGNING_SECRET, transactions: new PostgresTransactions(pool) })
@@ -58,7 +77,7 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
       // A live `in-flight` row is a PostgresStore claim on the same table: another delivery runs it.
       return state === 'completed' ? COMPLETED : IN_FLIGHT;
     } catch (error) {
-      connection.destroy(error instanceof Error ? error : new Error(String(error)));
+      connection.destroy(asError(error));
       throw error;
     }
   }
@@ -88,17 +107,29 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
       transaction: connection.client,
       commit: async () => {
         once('commit()');
+        let result: { command: string };
         try {
           await db.queryOn(connection, db.sql.record, [eventId, db.options.completedTtlMs], 'recording the event');
-          const result = await db.queryOn(connection, 'COMMIT', [], 'COMMIT');
-          // Postgres answers COMMIT of a transaction an error aborted with ROLLBACK, not an error.
-          if (result.command !== 'COMMIT') {
-            throw new Error(
-              'pixhook: PostgresTransactions: the transaction was rolled back instead of committed: a statement in it failed (did a handler catch a failed query?).',
-            );
-          }
         } catch (error) {
-          connection.destroy(error instanceof Error ? error : new Error(String(error)));
+          // COMMIT was never sent: closing the connection rolls the transaction back.
+          connection.destroy(asError(error));
+          throw error;
+        }
+        try {
+          result = await db.queryOn(connection, 'COMMIT', [], 'COMMIT');
+        } catch (error) {
+          connection.destroy(asError(error));
+          // Postgres refused the commit (a deferred constraint, a serialization failure): rolled back.
+          if (refusedCommit(error)) throw error;
+          // No answer (a timeout, the connection dropped): the commit may have happened. Find out.
+          return this.#readBack(eventId, error);
+        }
+        // Postgres answers COMMIT of a transaction an error aborted with ROLLBACK, not an error.
+        if (result.command !== 'COMMIT') {
+          const error = new Error(
+            'pixhook: PostgresTransactions: the transaction was rolled back instead of committed: a statement in it failed (did a handler catch a failed query?).',
+          );
+          connection.destroy(error);
           throw error;
         }
         connection.release();
@@ -110,12 +141,77 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
     };
   }
 
+  /**
+   * The commit of `eventId` was sent but its answer was lost (`lost`): reads the event's record back
+   * on another connection, within `timeoutMs`. It first takes the event's lock (waiting up to
+   * `timeoutMs`): once the lost transaction has ended, committed or rolled back, the lock is free and
+   * the record says which. Resolves `{ answerLost }` when the record is there (committed); rejects
+   * with `commitOutcome: 'not-kept'` when it is not, or `'unknown'` when the read-back failed too.
+   */
+  async #readBack(eventId: string, lost: unknown): Promise<CommitReadBack> {
+    const db = this.#db;
+    const { timeoutMs } = db.options;
+    let state: string | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const reading = (async () => {
+        const connection = await db.connect();
+        try {
+          await db.queryOn(connection, 'BEGIN', [], 'BEGIN');
+          await db.queryOn(connection, db.sql.lockTimeout, [`${timeoutMs}ms`], 'lock_timeout');
+          await db.queryOn(connection, db.sql.waitLock, [this.#lockPrefix + eventId], 'waiting for the lock');
+          const check = await db.queryOn<{ state: string }>(connection, db.sql.check, [eventId], 'check');
+          await db.queryOn(connection, 'ROLLBACK', [], 'ROLLBACK');
+          connection.release();
+          return check.rows[0]?.state;
+        } catch (error) {
+          connection.destroy(asError(error));
+          throw error;
+        }
+      })();
+      // Past the deadline it fails or ends by itself (each step has its own timeout): nobody waits.
+      reading.catch(() => {});
+      state = await Promise.race([
+        reading,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new PostgresTimeoutError(
+                  `pixhook: Postgres did not answer within timeoutMs (${timeoutMs} ms): reading the event back.`,
+                ),
+              ),
+            timeoutMs,
+          );
+        }),
+      ]);
+    } catch (readBackError) {
+      throw Object.assign(
+        new Error(
+          `pixhook: PostgresTransactions: the answer to COMMIT was lost (${messageOf(lost)}) and reading the event back on another connection failed too (${messageOf(readBackError)}): whether the transaction committed is unknown; the retry finds out.`,
+          { cause: lost },
+        ),
+        { commitOutcome: 'unknown' as const, readBackError },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+    if (state === 'completed') return { answerLost: lost };
+    throw Object.assign(
+      new Error(
+        `pixhook: PostgresTransactions: the answer to COMMIT was lost (${messageOf(lost)}), and the event's record is absent on another connection: the transaction was not committed.`,
+        { cause: lost },
+      ),
+      { commitOutcome: 'not-kept' as const },
+    );
+  }
+
   /** Ends the transaction with `ROLLBACK` and gives the connection back (closes it if that failed). */
   async #end(connection: CheckedOut, statement: 'ROLLBACK'): Promise<void> {
     try {
       await this.#db.queryOn(connection, statement, [], statement);
     } catch (error) {
-      connection.destroy(error instanceof Error ? error : new Error(String(error)));
+      connection.destroy(asError(error));
       throw error;
     }
     connection.release();

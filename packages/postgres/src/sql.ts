@@ -100,6 +100,13 @@ WHERE event_id = $1 AND state = 'in-flight' AND token = $2 AND expires_at > now(
      * waiting. Released by Postgres at commit or rollback, or when the connection drops.
      */
     lock: 'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
+    /** $1 a duration ('500ms'): how long `waitLock` may wait, for this transaction only. */
+    lockTimeout: "SELECT set_config('lock_timeout', $1, true)",
+    /**
+     * $1 the lock's text: the same lock as `lock`, waiting for it (up to `lock_timeout`). Reading a
+     * commit back: once the lock is free, the transaction that held it has ended.
+     */
+    waitLock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
     /** $1 event id: the event's live row, if any (a separate statement, so it sees what committed before the lock). */
     check: `SELECT state FROM ${t} WHERE event_id = $1 AND expires_at > now()`,
     /** $1 event id, $2 completed ms: records the event as processed, inside the transaction. */
