@@ -101,30 +101,32 @@ describeWithRedis('queued processing on BullMQ', () => {
     });
   });
 
-  it('a slow handler does not hold the answer: 202 in milliseconds, the handler ends later', async () => {
-    const HANDLER_MS = 2_000;
+  it('a slow handler does not hold the answer: 202 first, the handler ends later', async () => {
+    // The handler is held until the answer has come: an answer that waited for it would never come.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const ended: string[] = [];
     const { queue, webhooks, runs } = queuedWebhooks(testQueueOptions(server.port), async (event) => {
-      await new Promise((resolve) => setTimeout(resolve, HANDLER_MS));
+      await held;
       ended.push(event.id);
     });
     track(queue);
     queue.startWorker(webhooks);
     const request = signed();
-    const started = performance.now();
     const answer = await webhooks.handle(request);
-    const answeredIn = performance.now() - started;
     expect(answer.status).toBe(202);
-    expect(answeredIn).toBeLessThan(HANDLER_MS / 4);
     await until(() => runs.length === 1, 'the handler to start');
     expect(ended).toEqual([]);
-    await until(() => ended.length === 1, 'the handler to end', HANDLER_MS + 5_000);
+    release();
+    await until(() => ended.length === 1, 'the handler to end');
     expect(ended).toEqual([request.event.id]);
   });
 
   it('a handler failing its first 2 runs is processed on run 3, after exponential backoff', async () => {
     const { queue, webhooks, runs, errors } = queuedWebhooks(
-      testQueueOptions(server.port, { attempts: 4, backoff: { type: 'exponential', delayMs: 100 } }),
+      testQueueOptions(server.port, { attempts: 4, backoff: { type: 'exponential', delayMs: 1_000 } }),
       (_event, _context, run) => {
         if (run <= 2) throw new Error(`flaky run ${run}`);
       },
@@ -133,12 +135,17 @@ describeWithRedis('queued processing on BullMQ', () => {
     queue.startWorker(webhooks);
     const request = signed();
     expect((await webhooks.handle(request)).status).toBe(202);
-    await until(async () => (await queue.bullQueue.getJobState(request.event.id)) === 'completed', 'completion');
+    await until(
+      async () => (await queue.bullQueue.getJobState(request.event.id)) === 'completed',
+      'completion',
+      30_000,
+    );
     expect(runs.map((run) => run.context.job?.attempt)).toEqual([1, 2, 3]);
     const waits = [runs[1]!.at - runs[0]!.at, runs[2]!.at - runs[1]!.at];
-    // 100 ms, then 200 ms: each wait at least its delay, the second longer than the first.
-    expect(waits[0]).toBeGreaterThanOrEqual(95);
-    expect(waits[1]).toBeGreaterThanOrEqual(195);
+    // 1 s, then 2 s: each wait at least its delay, the second longer than the first (by more than
+    // a busy machine's delays).
+    expect(waits[0]).toBeGreaterThanOrEqual(995);
+    expect(waits[1]).toBeGreaterThanOrEqual(1_995);
     expect(waits[1]).toBeGreaterThan(waits[0]!);
     expect(errors.map(({ error, attempt }) => [error.code, attempt])).toEqual([
       ['HANDLER_FAILED', 1],
@@ -249,14 +256,17 @@ describeWithRedis('queued processing on BullMQ', () => {
   });
 
   it('Redis stopped: 503 QUEUE_UNAVAILABLE at once and nothing acknowledged; back: the retry is queued and runs', async () => {
-    const { queue, webhooks, runs, errors } = queuedWebhooks(testQueueOptions(server.port));
+    // A long enqueueTimeoutMs: "at once" is well before it, whatever the machine's load.
+    const { queue, webhooks, runs, errors } = queuedWebhooks(
+      testQueueOptions(server.port, { enqueueTimeoutMs: 9_000 }),
+    );
     track(queue);
     expect((await webhooks.handle(signed())).status).toBe(202);
     await server.stop();
     const request = signed();
     const started = performance.now();
     const answer = await webhooks.handle(request);
-    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(performance.now() - started).toBeLessThan(4_000);
     expect(answer.status).toBe(503);
     expect(JSON.parse(answer.body).error.code).toBe('QUEUE_UNAVAILABLE');
     expect(errors.map(({ error }) => error.code)).toContain('QUEUE_UNAVAILABLE');
@@ -279,7 +289,8 @@ describeWithRedis('queued processing on BullMQ', () => {
     server.resume();
     expect(answer.status).toBe(503);
     expect(took).toBeGreaterThanOrEqual(290);
-    expect(took).toBeLessThan(2_000);
+    // A frozen Redis would hold it for ever; the margin is a busy machine's, inside the 10 s.
+    expect(took).toBeLessThan(5_000);
   });
 
   it('worker.close() waits for running handlers; past shutdownTimeoutMs it lets go and the job runs again elsewhere', async () => {

@@ -179,7 +179,7 @@ describe('stores, handlers and readers that answer synchronously or with thenabl
     webhooks.on('image.created', (event) => void ran.push(event.id));
     const { event, body, headers } = signed();
     const answer = webhooks.handle({ headers, body });
-    await vi.waitFor(() => expect(pending.started()).toBe(true));
+    await vi.waitFor(() => expect(pending.started()).toBe(true), { timeout: 10_000 });
     expect(ran).toEqual([]);
     pending.resolve('claimed');
     expect((await answer).status).toBe(200);
@@ -214,7 +214,7 @@ describe('stores, handlers and readers that answer synchronously or with thenabl
     webhooks.onAny((event) => void after.push(event.id));
     const { event, body, headers } = signed();
     const answer = webhooks.handle({ headers, body });
-    await vi.waitFor(() => expect(pending.started()).toBe(true));
+    await vi.waitFor(() => expect(pending.started()).toBe(true), { timeout: 10_000 });
     expect(after).toEqual([]);
     pending.reject(new Error('async failure'));
     const res = await answer;
@@ -289,8 +289,9 @@ describe('stores, handlers and readers that answer synchronously or with thenabl
 
 describe('handler deadlines share one timer per duration', () => {
   it('each of many concurrent runs gets its own deadline: the slow ones time out, the quick ones answer 200', async () => {
-    const fast = setup({ handlerTimeoutMs: 80 });
-    const slow = setup({ handlerTimeoutMs: 200 });
+    // Far apart, so a busy machine's delays cannot blur which deadline ended which run.
+    const fast = setup({ handlerTimeoutMs: 300 });
+    const slow = setup({ handlerTimeoutMs: 2_000 });
     const gates = new Map<string, () => void>();
     for (const { webhooks } of [fast, slow]) {
       webhooks.on(
@@ -307,17 +308,18 @@ describe('handler deadlines share one timer per duration', () => {
       (i % 2 === 0 ? fast : slow).webhooks.handle({ headers: d.headers, body: d.body }),
     );
     // Deliveries 0 and 1 finish at once; the others never do (until the end of the test).
-    await vi.waitFor(() => expect(gates.size).toBe(6));
+    await vi.waitFor(() => expect(gates.size).toBe(6), { timeout: 10_000 });
     gates.get(deliveries[0]?.event.id as string)?.();
     gates.get(deliveries[1]?.event.id as string)?.();
     const results = await Promise.all(answers.map((a) => a.then((r) => ({ r, at: Date.now() - started }))));
     expect(results.map(({ r }) => r.status)).toEqual([200, 200, 503, 503, 503, 503]);
     for (const i of [2, 4]) {
       expect(codeOf(results[i]?.r.body as string)).toBe('HANDLER_TIMEOUT');
-      expect(results[i]?.at).toBeGreaterThanOrEqual(75);
-      expect(results[i]?.at).toBeLessThan(200);
+      expect(results[i]?.at).toBeGreaterThanOrEqual(295);
+      // Its own deadline, not the slow runs' (a timer shared wrongly would end it at 2 s).
+      expect(results[i]?.at).toBeLessThan(1_900);
     }
-    for (const i of [3, 5]) expect(results[i]?.at).toBeGreaterThanOrEqual(195);
+    for (const i of [3, 5]) expect(results[i]?.at).toBeGreaterThanOrEqual(1_995);
     for (const open of gates.values()) open();
   });
 

@@ -146,7 +146,8 @@ describe('createFetchHandler', () => {
     expect(response.json).toMatchObject({ error: { code: 'BODY_TIMEOUT' } });
     expect(response.headers.connection).toBe('close');
     expect(Date.now() - started).toBeGreaterThanOrEqual(140);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // The body never ends: any answer proves the deadline; the margin is a busy machine's.
+    expect(Date.now() - started).toBeLessThan(5_000);
     expect(cancelled).toBe(true);
     expect(contexts).toHaveLength(0);
   });
@@ -154,7 +155,8 @@ describe('createFetchHandler', () => {
   it('a body that arrives within bodyTimeoutMs, in slow chunks, is read whole', async () => {
     const d = delivery();
     const bytes = new TextEncoder().encode(d.body);
-    const { handler, contexts } = setup({ bodyTimeoutMs: 1_000 });
+    // Room for a busy machine: the chunks take some 25 ms on a quiet one.
+    const { handler, contexts } = setup({ bodyTimeoutMs: 10_000 });
     let offset = 0;
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {

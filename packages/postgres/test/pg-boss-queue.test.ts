@@ -126,24 +126,26 @@ describeWithPostgres('queued processing on pg-boss', () => {
     expect(await jobCounts(boss, options.name!)).toEqual({ completed: 1 });
   });
 
-  it('a slow handler does not hold the answer: 202 in milliseconds, the handler ends later', async () => {
-    const HANDLER_MS = 1_500;
+  it('a slow handler does not hold the answer: 202 first, the handler ends later', async () => {
+    // The handler is held until the answer has come: an answer that waited for it would never come.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const ended: string[] = [];
     const { queue, webhooks, runs } = queuedWebhooks(boss, testQueueOptions(), async (event) => {
-      await sleep(HANDLER_MS);
+      await held;
       ended.push(event.id);
     });
     track(queue);
     queue.startWorker(webhooks, QUICK);
     const request = signed();
-    const started = performance.now();
     const answer = await webhooks.handle(request);
-    const answeredIn = performance.now() - started;
     expect(answer.status).toBe(202);
-    expect(answeredIn).toBeLessThan(HANDLER_MS / 4);
     await until(() => runs.length === 1, 'the handler to start');
     expect(ended).toEqual([]);
-    await until(() => ended.length === 1, 'the handler to end', HANDLER_MS + 5_000);
+    release();
+    await until(() => ended.length === 1, 'the handler to end');
     expect(ended).toEqual([request.event.id]);
   });
 
@@ -159,15 +161,16 @@ describeWithPostgres('queued processing on pg-boss', () => {
     await until(
       async () => (await jobState(boss, options.name!, request.event.id)) === 'completed',
       'completion',
-      15_000,
+      30_000,
     );
     expect(runs.map((run) => run.context.job?.attempt)).toEqual([1, 2, 3]);
     expect(runs.map((run) => run.context.job?.maxAttempts)).toEqual([4, 4, 4]);
     const waits = [runs[1]!.at - runs[0]!.at, runs[2]!.at - runs[1]!.at];
     // pg-boss waits 1–2 s, then 2–4 s (its jitter is part of the doubling): the second at least
-    // twice the first delay, the first within its own range (plus a polling interval).
+    // twice the first delay, the first within its own range (plus a polling interval and a busy
+    // machine's delays).
     expect(waits[0]).toBeGreaterThanOrEqual(950);
-    expect(waits[0]).toBeLessThan(2_600);
+    expect(waits[0]).toBeLessThan(3_500);
     expect(waits[1]).toBeGreaterThanOrEqual(1_950);
     expect(errors.map(({ error, attempt }) => [error.code, attempt])).toEqual([
       ['HANDLER_FAILED', 1],
@@ -177,18 +180,20 @@ describeWithPostgres('queued processing on pg-boss', () => {
   });
 
   it('a fixed backoff waits the same each time', async () => {
-    const options = testQueueOptions({ attempts: 3, backoff: { type: 'fixed', delayMs: 1_000 } });
+    const options = testQueueOptions({ attempts: 3, backoff: { type: 'fixed', delayMs: 2_000 } });
     const { queue, webhooks, runs } = queuedWebhooks(boss, options, (_event, _context, run) => {
       if (run <= 2) throw new Error(`flaky run ${run}`);
     });
     track(queue);
     queue.startWorker(webhooks, QUICK);
     await webhooks.handle(signed());
-    await until(() => runs.length === 3, 'three runs', 10_000);
+    await until(() => runs.length === 3, 'three runs', 30_000);
     const waits = [runs[1]!.at - runs[0]!.at, runs[2]!.at - runs[1]!.at];
+    // 2 s each (exponential would wait 4 s or more the second time); the rest of the upper bound
+    // is a polling interval and a busy machine's delays.
     for (const wait of waits) {
-      expect(wait).toBeGreaterThanOrEqual(950);
-      expect(wait).toBeLessThan(1_600);
+      expect(wait).toBeGreaterThanOrEqual(1_950);
+      expect(wait).toBeLessThan(3_800);
     }
   });
 
@@ -501,7 +506,8 @@ describeWithPostgres('queued processing on pg-boss', () => {
   });
 
   it('Postgres stopped: 503 QUEUE_UNAVAILABLE at once and nothing acknowledged; back: the retry is queued and runs', async () => {
-    const options = testQueueOptions();
+    // A long enqueueTimeoutMs: "at once" is well before it, whatever the machine's load.
+    const options = testQueueOptions({ enqueueTimeoutMs: 9_000 });
     const { queue, webhooks, runs, errors } = queuedWebhooks(boss, options);
     track(queue);
     expect((await webhooks.handle(signed())).status).toBe(202);
@@ -510,7 +516,7 @@ describeWithPostgres('queued processing on pg-boss', () => {
     try {
       const started = performance.now();
       const answer = await webhooks.handle(request);
-      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(performance.now() - started).toBeLessThan(4_000);
       expect(answer.status).toBe(503);
       expect(JSON.parse(answer.body).error.code).toBe('QUEUE_UNAVAILABLE');
       expect(errors.map(({ error }) => error.code)).toContain('QUEUE_UNAVAILABLE');
@@ -540,7 +546,8 @@ describeWithPostgres('queued processing on pg-boss', () => {
     }
     expect(status).toBe(503);
     expect(took).toBeGreaterThanOrEqual(290);
-    expect(took).toBeLessThan(2_000);
+    // A frozen Postgres would hold it for ever; the margin is a busy machine's, inside the 10 s.
+    expect(took).toBeLessThan(5_000);
   });
 
   it('worker.close() waits for running handlers; past shutdownTimeoutMs it lets go and the job runs again elsewhere', async () => {
