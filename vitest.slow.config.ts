@@ -8,7 +8,7 @@ export default defineConfig({
     reporters: ['default', './test/summary-reporter.ts'],
     include: ['test/slow/**/*.test.ts', 'packages/*/test/slow/**/*.test.ts'],
     testTimeout: 300_000,
-    hookTimeout: 60_000,
+    hookTimeout: 120_000,
     fileParallelism: false,
   },
 });

@@ -9,8 +9,10 @@
 //   node scripts/install-runtimes.mjs --json   the same, as one JSON line on stdout:
 //                                              { "dir", "installed", "seconds" } or { "error" }
 //
-// .ci/run calls it in its install step; packages/fetch/test/helpers/runtimes.ts calls it when the
-// Bun or workerd tests start. Several callers at once are fine: one installs, the others wait.
+// .ci/run calls it in its install step, `pnpm test:runtimes` before its tests, and
+// packages/fetch/test/helpers/runtimes.ts when the Bun or workerd tests start (those run only under
+// `pnpm test:runtimes`: `pnpm test` downloads nothing). Several callers at once are fine: one
+// installs, the others wait.
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
