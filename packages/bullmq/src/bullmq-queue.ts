@@ -30,6 +30,21 @@ function isRedisInstance(connection: ConnectionOptions): boolean {
   return ['connect', 'disconnect', 'duplicate'].every((name) => typeof client[name] === 'function');
 }
 
+/**
+ * Reconnection delays to Redis, in ms, when the connection options give no `retryStrategy`:
+ * 100 ms, 200 ms … then every second. BullMQ's own default backs off exponentially up to 20 s, so
+ * after an outage of a dozen seconds the queue went on answering 503 for about 6 s more.
+ */
+function reconnectDelayMs(attempt: number): number {
+  return Math.min(attempt * 100, 1_000);
+}
+
+/** The options form of a connection, with pixhook's defaults under what it gives; an instance is left alone. */
+function connectionWithDefaults(connection: ConnectionOptions, extra: Record<string, unknown> = {}): ConnectionOptions {
+  if (isRedisInstance(connection)) return connection;
+  return { retryStrategy: reconnectDelayMs, ...extra, ...connection } as ConnectionOptions;
+}
+
 function deadLetterOf(job: Job): DeadLetter {
   const data: unknown = job.data;
   return {
@@ -68,7 +83,7 @@ export class BullMQQueue implements WebhookQueue {
     this.#queue = new Queue(name, {
       // Without an offline queue a write fails at once while Redis is down (503, the service
       // retries) instead of waiting in memory for a reconnection that may come too late.
-      connection: isRedisInstance(connection) ? connection : { enableOfflineQueue: false, ...connection },
+      connection: connectionWithDefaults(connection, { enableOfflineQueue: false }),
       prefix,
       defaultJobOptions: {
         attempts,
@@ -123,9 +138,8 @@ export class BullMQQueue implements WebhookQueue {
       throw new TypeError('pixhook: queue.startWorker(webhooks) needs the Webhooks whose handlers the worker runs.');
     }
     const resolved = resolveWorkerOptions(options);
-    const worker = startWorker(webhooks, this.#options, resolved, resolved.connection ?? this.#options.connection, () =>
-      this.#workers.delete(worker),
-    );
+    const connection = connectionWithDefaults(resolved.connection ?? this.#options.connection);
+    const worker = startWorker(webhooks, this.#options, resolved, connection, () => this.#workers.delete(worker));
     this.#workers.add(worker);
     return worker;
   }

@@ -16,7 +16,9 @@ export interface BullMQQueueOptions {
   /**
    * Where Redis is: ioredis options (`{ host, port, password, tls, … }` or `{ url }`), or an ioredis
    * instance to share. No default. The write in the request fails at once while Redis is down
-   * (the queue's connection does not hold commands offline), so the delivery answers 503.
+   * (the queue's connection does not hold commands offline), so the delivery answers 503. Without a
+   * `retryStrategy` in the options, the queue and its workers reconnect after 100 ms, 200 ms … then
+   * every 1 s (BullMQ's own default backs off to 20 s): 202 again about a second after Redis is back.
    * @example connection: { url: process.env.REDIS_URL }
    */
   connection: ConnectionOptions;
@@ -65,7 +67,8 @@ export interface WorkerOptions {
   /**
    * How long a running job's lock holds, in ms; the worker renews it every half of this while the
    * job runs. A worker that dies (or blocks its event loop this long) loses the job, and the job
-   * runs again elsewhere once the next stall check sees the lock gone.
+   * runs again elsewhere once the next stall check sees the lock gone: within `lockDurationMs` +
+   * `stalledIntervalMs`, plus the moment a worker with a free slot needs to take it.
    * @default 30_000
    */
   lockDurationMs?: number;

@@ -5,7 +5,7 @@ import {
   type QueuedRun,
   WebhookVerificationError,
 } from '@pixhook/core';
-import { type ConnectionOptions, type Job, UnrecoverableError, Worker } from 'bullmq';
+import { type ConnectionOptions, Job, UnrecoverableError, Worker } from 'bullmq';
 import type { ResolvedQueueOptions, ResolvedWorkerOptions } from './options.js';
 
 /**
@@ -42,6 +42,26 @@ function asError(cause: unknown): Error {
   return new Error(`A handler threw ${what} instead of an Error.`);
 }
 
+/** What a handler sees as `context.job` for a run of `job` (the run it is about to start, or the one it lost). */
+function runOf(job: Job): QueuedRun {
+  return {
+    engine: 'bullmq',
+    jobId: String(job.id),
+    attempt: job.attemptsMade + 1,
+    maxAttempts: job.opts.attempts ?? 1,
+    queuedAt: job.timestamp,
+  };
+}
+
+/** `onError`'s context for a job (read from Redis; undefined when it could not be): its event and run. */
+function contextOf(job: Job | undefined): ErrorContext<undefined> {
+  if (!job) return { request: undefined };
+  const delivery: unknown = job.data;
+  if (!isQueuedDelivery(delivery)) return { request: undefined, job: runOf(job) };
+  const { event, deliveryId, timestamp } = delivery;
+  return { request: undefined, deliveryId, timestamp, event, job: runOf(job) };
+}
+
 /** Starts a BullMQ worker that runs `webhooks`' handlers for each job of the queue. */
 export function startWorker(
   webhooks: ProcessingWebhooks,
@@ -73,13 +93,7 @@ export function startWorker(
     }
     running++;
     try {
-      await webhooks.process(delivery, {
-        engine: 'bullmq',
-        jobId: String(job.id),
-        attempt: job.attemptsMade + 1,
-        maxAttempts: job.opts.attempts ?? 1,
-        queuedAt: job.timestamp,
-      });
+      await webhooks.process(delivery, runOf(job));
     } catch (cause) {
       const error = asError(cause);
       fromHandlers.add(error);
@@ -111,13 +125,18 @@ export function startWorker(
       ),
     );
   });
+  // BullMQ's 'stalled' gives the job's id only: the job is read from Redis, so that onError gets
+  // the event and context.job as for any other failure in a worker.
   bullWorker.on('stalled', (jobId) => {
-    report(
-      new WebhookVerificationError(
-        'JOB_STALLED',
-        `Job ${jobId} was lost by the worker running it (the process stopped, or blocked its event loop past lockDurationMs); it runs again, or becomes a dead letter after maxStalledCount losses.`,
-      ),
-    );
+    const lost = (job: Job | undefined) =>
+      report(
+        new WebhookVerificationError(
+          'JOB_STALLED',
+          `Job ${jobId} was lost by the worker running it (the process stopped, or blocked its event loop past lockDurationMs); it runs again, or becomes a dead letter after maxStalledCount losses.`,
+        ),
+        contextOf(job),
+      );
+    Job.fromId(bullWorker, jobId).then(lost, () => lost(undefined));
   });
   bullWorker.on('failed', (job, cause) => {
     if (fromHandlers.has(cause)) return;
@@ -127,6 +146,7 @@ export function startWorker(
         `Job ${job?.id ?? '(unknown)'} failed outside its handlers; it is kept as a dead letter to retry or discard.`,
         { cause },
       ),
+      contextOf(job),
     );
   });
 

@@ -10,6 +10,15 @@ import { queuedWebhooks, signed, testQueueOptions, until } from '../helpers/queu
 
 const EVENTS = 300;
 
+/**
+ * What the README promises: a queue answers 202 again within about a second of Redis coming back
+ * (pixhook reconnects every second at most). The test allows 2 s more for a loaded machine.
+ */
+const BACK_WITHIN_MS = 1_000;
+const LOADED_MACHINE_MARGIN_MS = 2_000;
+/** Long enough for BullMQ's own exponential reconnection delays to grow past 8 s. */
+const OUTAGE_MS = 12_000;
+
 describeWithRedis('Redis stopped mid-stream', () => {
   let server: RedisServer;
   beforeAll(async () => {
@@ -17,6 +26,40 @@ describeWithRedis('Redis stopped mid-stream', () => {
   });
   afterAll(async () => {
     await server?.close();
+  });
+
+  it('answers 202 again within a second of Redis coming back after a 12-second outage (no retryStrategy given)', {
+    timeout: 120_000,
+  }, async () => {
+    // The connection options a user writes: no retryStrategy, so pixhook's reconnection applies.
+    const { queue, webhooks } = queuedWebhooks({
+      ...testQueueOptions(server.port),
+      connection: { host: '127.0.0.1', port: server.port },
+    });
+    try {
+      expect((await webhooks.handle(signed())).status).toBe(202);
+      await server.stop();
+      const stoppedAt = performance.now();
+      // Deliveries keep coming while Redis is away: each is refused at once.
+      while (performance.now() - stoppedAt < OUTAGE_MS) {
+        const answer = await webhooks.handle(signed());
+        expect(answer.status).toBe(503);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      await server.start();
+      const backAt = performance.now();
+      let status = 0;
+      while (status !== 202) {
+        status = (await webhooks.handle(signed())).status;
+        if (performance.now() - backAt > 30_000) throw new Error('the queue never answered 202 again');
+        if (status !== 202) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const recoveredAfterMs = performance.now() - backAt;
+      console.log(`202 again ${Math.round(recoveredAfterMs)} ms after Redis was back from a ${OUTAGE_MS} ms outage`);
+      expect(recoveredAfterMs).toBeLessThan(BACK_WITHIN_MS + LOADED_MACHINE_MARGIN_MS);
+    } finally {
+      await queue.close();
+    }
   });
 
   it('answers 503 while it is away; the retries are processed; every event runs', { timeout: 120_000 }, async () => {
