@@ -125,6 +125,35 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
     expect(state.closedAfter).toBeLessThan(DEADLINE_MS + 1_200);
   });
 
+  it('one budget per delivery: a slow body plus a hung handler is answered when deliveryTimeoutMs ends', async () => {
+    const budget = 1_200;
+    const webhooks = new Webhooks({
+      secret: SECRET,
+      bodyTimeoutMs: 3_000,
+      handlerTimeoutMs: 3_000,
+      deliveryTimeoutMs: budget,
+    });
+    webhooks.onAny(() => new Promise<void>(() => {}));
+    webhooks.onError(() => {});
+    const started = await start(webhooks);
+    cleanups.push(started.close);
+    const { socket, state, closedWithin } = connect(started.port);
+    cleanups.push(() => void socket.destroy());
+    const d = delivery();
+    socket.write(head({ ...d.headers, 'content-length': Buffer.byteLength(d.body) }) + d.body.slice(0, 10));
+    // The rest of the body comes 600 ms later: before, the handler deadline then started afresh,
+    // and the answer came at 600 ms + handlerTimeoutMs.
+    const rest = setTimeout(() => socket.write(d.body.slice(10)), 600);
+    cleanups.push(() => clearTimeout(rest));
+    for (let waited = 0; state.text === '' && waited < 5_000; waited += 20) await sleep(20);
+    await closedWithin(0);
+
+    expect(state.text).toMatch(/^HTTP\/1\.1 503 /);
+    expect(state.text).toContain('"code":"HANDLER_TIMEOUT"');
+    expect(state.answeredAfter).toBeGreaterThanOrEqual(budget - 30);
+    expect(state.answeredAfter).toBeLessThan(budget + 800);
+  });
+
   it('a body that arrived in time leaves its keep-alive connection open past the deadline', async () => {
     const { port, runs } = await server();
     const { socket, state } = connect(port);

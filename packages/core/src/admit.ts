@@ -17,20 +17,30 @@ export function refusedUnread(error: WebhookVerificationError): boolean {
   return UNREAD.has(error);
 }
 
-/** The raw body as given, or a `RAW_BODY_UNAVAILABLE` error saying what was passed instead. */
-export function rawBytes(body: unknown, where: string): Uint8Array {
+/**
+ * The raw body as given, or a `RAW_BODY_UNAVAILABLE` error saying what was passed instead.
+ * `undefined` is an empty body for `handle()` (a request without one) but not for `verify()`, where
+ * it means the raw copy was never kept (`req.rawBody` without a `verify` hook): `missing` says which.
+ */
+export function rawBytes(body: unknown, where: string, missing: 'empty' | 'unavailable' = 'empty'): Uint8Array {
   if (body instanceof Uint8Array || typeof body === 'string') return toBytes(body);
-  if (body === undefined) return EMPTY;
+  if (body === undefined && missing === 'empty') return EMPTY;
   const got =
-    body === null
-      ? 'null'
+    body === null || body === undefined
+      ? String(body)
       : typeof body === 'object'
-        ? `${(body as object).constructor?.name === 'Object' ? 'a parsed object' : `an instance of ${(body as object).constructor?.name ?? 'Object'}`}`
+        ? describeObject(body)
         : `a ${typeof body}`;
   throw new WebhookVerificationError(
     'RAW_BODY_UNAVAILABLE',
     `${where} needs the raw body as received (a Buffer, Uint8Array or string), got ${got}. A JSON body parser probably ran first: verify the bytes it read (express.raw(), or express.json({ verify: (req, res, buf) => { req.rawBody = buf } })), never re-serialised JSON.`,
   );
+}
+
+function describeObject(body: object): string {
+  const name = (body as { constructor?: { name?: unknown } }).constructor?.name;
+  if (name === 'Object' || name === undefined) return 'a parsed object';
+  return `an instance of ${typeof name === 'string' && name !== '' ? name.slice(0, 40) : 'an unnamed class'}`;
 }
 
 /** Headers as given when they can be read; anything else reads as no headers (400, never a crash). */

@@ -17,6 +17,11 @@ export const ERROR_STATUS = {
   RAW_BODY_UNAVAILABLE: 500,
   STORE_UNAVAILABLE: 503,
   HANDLER_TIMEOUT: 503,
+  /**
+   * Never an answer: told to `onError` only, when a run's handlers had not settled after
+   * `maxClaimMs` and its claim was released so that a retry can run the event (they may still run).
+   */
+  CLAIM_RELEASED: 503,
   /** Queued mode: the queue did not confirm the write in time, or failed; nothing was acknowledged. */
   QUEUE_UNAVAILABLE: 503,
   INTERNAL_ERROR: 500,
@@ -80,10 +85,10 @@ export function payloadTooLarge(limit: number): WebhookVerificationError {
   );
 }
 
-/** The 408 error for a body that did not arrive within `bodyTimeoutMs`. */
+/** The 408 error for a body that did not arrive within `bodyTimeoutMs` (or `deliveryTimeoutMs`, if shorter). */
 export function bodyTimeout(timeoutMs: number): WebhookVerificationError {
   return new WebhookVerificationError(
     'BODY_TIMEOUT',
-    `The request body did not arrive within bodyTimeoutMs (${timeoutMs} ms); the service sends whole bodies at once, so the connection was closed.`,
+    `The request body did not arrive within ${timeoutMs} ms (bodyTimeoutMs, or deliveryTimeoutMs when shorter); the service sends whole bodies at once, so the connection was closed.`,
   );
 }

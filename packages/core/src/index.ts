@@ -22,7 +22,7 @@ export type { BodyReader, HandleInput, WebhookResponse } from './handle-input.js
 export type { HeadersInput } from './headers.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
 export { assertKnownOptions, describeType } from './option-checks.js';
-export { WEBHOOKS_OPTION_NAMES, type WebhooksOptions } from './options.js';
+export { MAX_SECRETS, WEBHOOKS_OPTION_NAMES, type WebhooksOptions } from './options.js';
 export {
   type DeadLetter,
   type DeadLetterListOptions,

@@ -32,8 +32,9 @@ class ModelStore {
     const entry = this.entries.get(id);
     if (entry && entry.expiresAt > now) return entry.state;
     if (entry) this.entries.delete(id);
-    if (this.entries.size >= this.max) this.evict(now);
-    if (this.entries.size >= this.max) return 'full';
+    // Claims are bounded apart from completed events: expired claims make room, nothing else.
+    if (this.claims() >= this.max) this.evict(now);
+    if (this.claims() >= this.max) return 'full';
     this.entries.set(id, { state: 'in-flight', expiresAt: now + this.inFlightTtl, token });
     return 'claimed';
   }
@@ -45,10 +46,8 @@ class ModelStore {
       if (entry.state === 'completed') return 'ok';
       if (entry.token !== token) return 'refused';
     }
-    const adds = !(entry && entry.state === 'in-flight');
     this.entries.delete(id);
-    if (adds && this.entries.size >= this.max) this.evict(now);
-    // Completed events alone never exceed max: the oldest is forgotten first.
+    // Completed events alone never exceed max: the oldest is forgotten first (one).
     const completed = [...this.entries].filter(([, e]) => e.state === 'completed');
     if (completed.length >= this.max) {
       const [oldest, e] = completed[0] as [string, ModelEntry];
@@ -64,15 +63,13 @@ class ModelStore {
     if (entry?.state === 'in-flight' && entry.token === token) this.entries.delete(id);
   }
 
+  claims(): number {
+    return [...this.entries.values()].filter((e) => e.state === 'in-flight').length;
+  }
+
   evict(now: number): void {
-    for (const [id, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(id);
-    const target = Math.floor(this.max * 0.9);
     for (const [id, entry] of this.entries) {
-      if (this.entries.size <= target) return;
-      if (entry.state === 'completed') {
-        this.entries.delete(id);
-        this.forgotten++;
-      }
+      if (entry.state === 'in-flight' && entry.expiresAt <= now) this.entries.delete(id);
     }
   }
 }

@@ -93,18 +93,34 @@ describe('MemoryStore', () => {
     expect(await store.claim('evt_done')).toBe('claimed');
   });
 
-  it('when full, forgets the oldest completed events first', async () => {
+  it('when full, a completion forgets the oldest completed event, one at a time', async () => {
     const store = new MemoryStore({ maxEntries: 10 });
     const ids = Array.from({ length: 10 }, (_, i) => `evt_${i}`);
     await completeAll(store, ids);
     expect(store.size).toBe(10);
+    // A claim forgets nothing: claims are bounded apart.
     expect(await store.claim('evt_new')).toBe('claimed');
-    expect(store.size).toBeLessThanOrEqual(10);
+    expect(store.size).toBe(11);
+    expect(await store.claim('evt_0')).toBe('completed');
+    await store.complete('evt_new');
+    expect(store.size).toBe(10);
     // The newest completed events are still known…
-    expect(await store.claim('evt_9')).toBe('completed');
-    expect(await store.claim('evt_new')).toBe('in-flight');
+    expect(await store.claim('evt_1')).toBe('completed');
+    expect(await store.claim('evt_new')).toBe('completed');
     // …the oldest is not.
     expect(await store.claim('evt_0')).toBe('claimed');
+  });
+
+  it('remembers the last maxEntries completed events: a duplicate of any of them is answered as one (issue 24)', async () => {
+    // Before, a full store forgot 10 % of its entries at once: the window was about 0.9 × maxEntries.
+    const store = new MemoryStore({ maxEntries: 100 });
+    const ids = Array.from({ length: 245 }, (_, i) => `evt_window_${i}`);
+    await completeAll(store, ids);
+    const answers = [];
+    for (const id of ids.slice(-100)) answers.push(await store.claim(id, 'probe'));
+    expect(answers.filter((answer) => answer !== 'completed')).toEqual([]);
+    // The 101st newest is the first one forgotten.
+    expect(await store.claim(ids[144] as string, 'probe')).toBe('claimed');
   });
 
   it('"oldest" means completed longest ago, not claimed first', async () => {
@@ -114,6 +130,7 @@ describe('MemoryStore', () => {
     await store.complete('evt_b');
     await store.complete('evt_a');
     expect(await store.claim('evt_c')).toBe('claimed');
+    await store.complete('evt_c');
     expect(await store.claim('evt_a')).toBe('completed');
     expect(await store.claim('evt_b')).toBe('claimed');
   });
@@ -139,22 +156,24 @@ describe('MemoryStore', () => {
     expect(await store.claim('evt_4')).toBe('claimed');
   });
 
-  it('when full of mixed entries, evicts only completed ones and keeps every claim', async () => {
+  it('claims and completed events are bounded apart: running claims never push out completed ones', async () => {
     const store = new MemoryStore({ maxEntries: 4 });
-    await completeAll(store, ['evt_done1', 'evt_done2']);
-    expect(await store.claim('evt_busy1')).toBe('claimed');
-    expect(await store.claim('evt_busy2')).toBe('claimed');
-    expect(await store.claim('evt_busy3')).toBe('claimed');
-    expect(await store.claim('evt_busy1')).toBe('in-flight');
-    expect(await store.claim('evt_busy2')).toBe('in-flight');
-    expect(await store.claim('evt_busy3')).toBe('in-flight');
-    expect(store.size).toBeLessThanOrEqual(4);
+    await completeAll(store, ['evt_done1', 'evt_done2', 'evt_done3', 'evt_done4']);
+    for (const id of ['evt_busy1', 'evt_busy2', 'evt_busy3', 'evt_busy4'])
+      expect(await store.claim(id)).toBe('claimed');
+    await expect(store.claim('evt_busy5')).rejects.toThrow(/full/);
+    for (const id of ['evt_busy1', 'evt_busy2', 'evt_busy3', 'evt_busy4'])
+      expect(await store.claim(id)).toBe('in-flight');
+    for (const id of ['evt_done1', 'evt_done2', 'evt_done3', 'evt_done4'])
+      expect(await store.claim(id)).toBe('completed');
+    expect(store.size).toBe(8);
   });
 
-  it('stays within maxEntries under a long stream of events', async () => {
+  it('stays within maxEntries completed events (plus the claims running) under a long stream of events', async () => {
     const store = new MemoryStore({ maxEntries: 50 });
     for (let i = 0; i < 1000; i++) {
       expect(await store.claim(`evt_${i}`)).toBe('claimed');
+      expect(store.size).toBeLessThanOrEqual(51);
       await store.complete(`evt_${i}`);
       expect(store.size).toBeLessThanOrEqual(50);
     }
@@ -203,14 +222,19 @@ describe('MemoryStore: forgetting ids before completedTtlMs', () => {
       now += 60_000;
     }
     expect(store.takeWarning()).toBeUndefined();
-    // Full: the next claim forgets the oldest completed events, long before their 48 h.
+    // Full: the next completion forgets the oldest completed event, long before its 48 h.
     expect(await store.claim('evt_new', 't')).toBe('claimed');
+    expect(store.takeWarning()).toBeUndefined();
+    await store.complete('evt_new', 't');
     const warning = store.takeWarning();
     expect(warning?.message).toMatch(/forgot 1 completed event\(s\) before completedTtlMs because maxEntries \(10\)/);
     expect(warning?.message).toMatch(/the youngest was 0\.2 h old/);
     expect(await store.claim('evt_0', 't')).toBe('claimed'); // forgotten: it would run again
     // Rate-limited: more forgetting within the minute is counted, not said.
-    for (let i = 0; i < 5; i++) await store.claim(`evt_more_${i}`, 't');
+    for (let i = 0; i < 5; i++) {
+      await store.claim(`evt_more_${i}`, 't');
+      await store.complete(`evt_more_${i}`, 't');
+    }
     expect(store.takeWarning()).toBeUndefined();
     now += 60_000;
     expect(store.takeWarning()?.message).toMatch(/forgot \d+ completed/);

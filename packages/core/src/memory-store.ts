@@ -21,10 +21,12 @@ export interface MemoryStoreOptions {
    */
   inFlightTtlMs?: number;
   /**
-   * Most events remembered at once. The default keeps every event for the whole 48 h at up to
-   * 2,000 events an hour (about 25 MB). When full, the oldest completed events are forgotten first
-   * (a retry of one of them would run again, and `onError` is told, at most once a minute); a store
-   * full of in-flight events refuses new claims (503), it never drops a running claim.
+   * Most completed events remembered at once: the store remembers the last `maxEntries` completed
+   * events (or those of the last `completedTtlMs`, whichever is fewer). The default keeps every
+   * event for the whole 48 h at up to 2,000 events an hour (about 25 MB). Once that many are
+   * remembered, each completion forgets the oldest one (a retry of it would run again, and `onError`
+   * is told, at most once a minute). Claims in flight are bounded by the same number, apart: a
+   * store with that many running claims refuses new ones (503), it never drops a running claim.
    * @default 100_000
    */
   maxEntries?: number;
@@ -136,10 +138,11 @@ export class MemoryStore implements IdempotencyStore {
       if (held.expiresAt > now) return 'in-flight';
       this.#inFlight.delete(eventId);
     }
-    if (this.size >= this.#maxEntries) this.#evict(now);
-    if (this.size >= this.#maxEntries) {
+    // Claims have a bound of their own: making room for one never forgets a completed event.
+    if (this.#inFlight.size >= this.#maxEntries) this.#dropExpiredClaims(now);
+    if (this.#inFlight.size >= this.#maxEntries) {
       throw new Error(
-        `pixhook: MemoryStore is full: ${this.#maxEntries} events are being processed at once; raise maxEntries.`,
+        `pixhook: MemoryStore is full: ${this.#maxEntries} events are being processed at once (maxEntries); raise maxEntries.`,
       );
     }
     this.#inFlight.set(eventId, { expiresAt: now + this.inFlightTtlMs, token });
@@ -156,12 +159,10 @@ export class MemoryStore implements IdempotencyStore {
     }
     if (held !== undefined) {
       this.#inFlight.delete(eventId);
-    } else {
-      if (this.#completed.expiresAfter(eventId, now) !== undefined) return;
-      // A completion with no claim of its own (released, or its claim expired and was dropped)
-      // adds an entry: it may find the store full, and makes room as a claim would.
-      if (this.size >= this.#maxEntries) this.#evict(now);
+    } else if (this.#completed.expiresAfter(eventId, now) !== undefined) {
+      return;
     }
+    // Full: the oldest completed event makes room (one, so the last maxEntries stay remembered).
     if (this.#completed.size >= this.#maxEntries) this.#forgetOldest(now);
     this.#completed.add(eventId, now + this.#completedTtlMs);
   }
@@ -198,21 +199,11 @@ export class MemoryStore implements IdempotencyStore {
     return warning;
   }
 
-  /**
-   * Drops expired entries, then the oldest completed ones, down to 90% of `maxEntries`, so that a
-   * full store works once per many claims rather than on every one. Completed events expire in the
-   * order they completed, so the expired ones are at the front of their map.
-   */
-  #evict(now: number): void {
-    const completed = this.#completed;
-    for (let at = completed.oldestExpiresAt(); at !== undefined && at <= now; at = completed.oldestExpiresAt()) {
-      completed.dropOldest();
-    }
+  /** Drops the claims whose time has passed (their runs died, or outlived inFlightTtlMs unrenewed). */
+  #dropExpiredClaims(now: number): void {
     for (const [id, held] of this.#inFlight) {
       if (held.expiresAt <= now) this.#inFlight.delete(id);
     }
-    const target = Math.floor(this.#maxEntries * 0.9);
-    while (this.size > target && completed.size > 0) this.#forgetOldest(now);
   }
 
   /** Drops the oldest completed event before its time, counting it for the warning. */

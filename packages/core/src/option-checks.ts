@@ -4,7 +4,7 @@ const NUMERIC = /^[0-9.eE+\- ]{0,24}$/;
 
 /** `typeof`, with `null` and arrays told apart, for error messages. */
 export function describeType(value: unknown): string {
-  if (value === null) return 'null';
+  if (value === null || value === undefined) return String(value);
   if (Array.isArray(value)) return 'an array';
   // A string is shown only when it looks like a number: it may be a secret passed in the wrong place.
   if (typeof value === 'string') {

@@ -11,7 +11,7 @@ import { type EventTransactions, isEventTransactions } from './transactions.js';
 export interface WebhooksOptions<TTransaction = unknown> {
   /**
    * The endpoint's signing secret, or several while rotating (a signature matching any is
-   * accepted). Must be non-empty without leading or trailing white space. No default: a missing
+   * accepted; at most `MAX_SECRETS`, 3). Must be non-empty without leading or trailing white space. No default: a missing
    * secret (an unset environment variable, say) throws at construction.
    * @example secret: process.env.SIGNING_SECRET
    * @example secret: [process.env.NEW_SECRET, process.env.OLD_SECRET]
@@ -69,6 +69,28 @@ export interface WebhooksOptions<TTransaction = unknown> {
    */
   handlerTimeoutMs?: number | false;
   /**
+   * One time budget per delivery, in milliseconds, counted from the call of `handle()` (adapters
+   * call it as the request's headers arrive, before its first body byte is read): the body, the
+   * verification, the claim and the handlers share it, so the answer comes within it whatever the
+   * split (the service gives up after 10 s). `bodyTimeoutMs` and `handlerTimeoutMs` still bound
+   * their own step; the earlier deadline wins. Handlers still running when it ends get 503
+   * `HANDLER_TIMEOUT` (they keep running, as with `handlerTimeoutMs`); a completion still being
+   * written then no longer holds the answer (200: the handlers succeeded). `false` turns it off.
+   * @default 8_000
+   */
+  deliveryTimeoutMs?: number | false;
+  /**
+   * Longest time, in milliseconds, a run may hold its event's claim while its handlers have not
+   * settled, counted from the first handler that returned a promise. Past it the claim is released,
+   * so the service's next retry can run the event, and `onError` hears `CLAIM_RELEASED`. The
+   * handlers are not stopped (JavaScript cannot stop a promise): if they are still working, the
+   * retry runs beside them, so make long handlers idempotent or queue their work. Not used in
+   * transactional mode (the database holds the lock; bound it with its own timeouts) nor queued
+   * mode. `false` keeps the claim until the handlers settle, however long that takes.
+   * @default 900_000 (15 minutes)
+   */
+  maxClaimMs?: number | false;
+  /**
    * Clock in milliseconds, used for the tolerance check; inject one in tests.
    * @default Date.now
    */
@@ -91,6 +113,10 @@ export interface ResolvedOptions {
   bodyTimeoutMs: number | undefined;
   /** undefined: no deadline. */
   handlerTimeoutMs: number | undefined;
+  /** The budget of a whole delivery, from the call of `handle()`; undefined: none. */
+  deliveryTimeoutMs: number | undefined;
+  /** How long a run may hold its claim while its handlers have not settled; undefined: no bound. */
+  maxClaimMs: number | undefined;
   now: () => number;
 }
 
@@ -107,6 +133,8 @@ export const WEBHOOKS_OPTION_NAMES = [
   'transactions',
   'bodyTimeoutMs',
   'handlerTimeoutMs',
+  'deliveryTimeoutMs',
+  'maxClaimMs',
   'now',
 ] as const satisfies readonly (keyof WebhooksOptions<unknown>)[];
 
@@ -119,6 +147,19 @@ function deadline(value: unknown, fallback: number, name: string): number | unde
     );
   }
   return value;
+}
+
+/**
+ * Most secrets accepted at once: enough for a rotation (the new secret, the old one, and one more
+ * while a rotation is undone or overlaps another). Each secret costs an HMAC of the whole body for
+ * every request that does not match, forged ones included: 100 secrets made a forged 1 MiB request
+ * cost 213 ms of CPU.
+ */
+export const MAX_SECRETS = 3;
+
+/** The earlier of two optional deadlines. */
+function earlier(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 /** The write deadline of queued mode: the queue's own `enqueueTimeoutMs`, or `handlerTimeoutMs` if shorter. */
@@ -166,6 +207,11 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
   assertKnownOptions(options, WEBHOOKS_OPTION_NAMES, 'pixhook: new Webhooks(options)');
   const list = Array.isArray(options.secret) ? options.secret : [options.secret];
   if (list.length === 0) throw new TypeError('pixhook: secret is an empty array; give at least one secret.');
+  if (list.length > MAX_SECRETS) {
+    throw new RangeError(
+      `pixhook: secret has ${list.length} entries; at most ${MAX_SECRETS} are accepted (the new and the old secret while rotating, and one more). Each one costs an HMAC of the whole body for every request that matches none, forged ones included: remove the secrets that are no longer used.`,
+    );
+  }
   for (const [i, secret] of list.entries()) {
     assertSecret(secret, Array.isArray(options.secret) ? `secret[${i}]` : 'secret');
   }
@@ -230,6 +276,8 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
   }
   const bodyTimeoutMs = deadline(options.bodyTimeoutMs, 5_000, 'bodyTimeoutMs');
   const handlerTimeoutMs = deadline(options.handlerTimeoutMs, 8_000, 'handlerTimeoutMs');
+  const deliveryTimeoutMs = deadline(options.deliveryTimeoutMs, 8_000, 'deliveryTimeoutMs');
+  const maxClaimMs = deadline(options.maxClaimMs, 900_000, 'maxClaimMs');
 
   return {
     secrets: list as string[],
@@ -239,8 +287,11 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
     queue,
     transactions,
     enqueueDeadline: queue === undefined ? undefined : enqueueDeadline(queue, handlerTimeoutMs),
-    bodyTimeoutMs,
+    // The body is read from the call of handle(): the budget bounds it from the start.
+    bodyTimeoutMs: earlier(bodyTimeoutMs, deliveryTimeoutMs),
     handlerTimeoutMs,
+    deliveryTimeoutMs,
+    maxClaimMs,
     now,
   };
 }

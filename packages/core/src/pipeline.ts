@@ -35,6 +35,9 @@ function unexpected(cause: unknown): WebhookVerificationError {
  * it has.
  */
 export function runPipeline(host: PipelineHost, input: HandleInput): Promise<WebhookResponse> {
+  // The delivery's budget (deliveryTimeoutMs) counts from here: adapters call handle() as the
+  // request's headers arrive, before its body is read.
+  const startedAt = performance.now();
   // Nothing from here on holds `input` (and a body passed in it) once it is admitted, so the raw
   // bytes can be freed while handlers run: the callbacks capture only the request and the headers.
   let request: unknown;
@@ -48,16 +51,22 @@ export function runPipeline(host: PipelineHost, input: HandleInput): Promise<Web
   } catch (cause) {
     return Promise.resolve(refused(host, cause, request, headers));
   }
-  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, headers, request));
+  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, headers, request, startedAt));
   const limit = host.options.maxBodyBytes;
   return Promise.resolve(raw).then(
-    (body) => proceed(host, body, headers, request),
+    (body) => proceed(host, body, headers, request, startedAt),
     (cause: unknown) => refused(host, readFailure(cause, limit), request, headers),
   );
 }
 
 /** From a body that has arrived to the answer. Never throws; a promise from it never rejects. */
-function proceed(host: PipelineHost, raw: unknown, headers: HeadersInput, request: unknown): Maybe<WebhookResponse> {
+function proceed(
+  host: PipelineHost,
+  raw: unknown,
+  headers: HeadersInput,
+  request: unknown,
+  startedAt: number,
+): Maybe<WebhookResponse> {
   let delivery: Maybe<VerifiedDelivery>;
   try {
     delivery = admitBody(host.options, raw, headers);
@@ -66,17 +75,22 @@ function proceed(host: PipelineHost, raw: unknown, headers: HeadersInput, reques
   }
   if (delivery instanceof Promise) {
     return delivery.then(
-      (verified) => answerFor(host, verified, request),
+      (verified) => answerFor(host, verified, request, startedAt),
       (cause: unknown) => refused(host, cause, request, headers),
     );
   }
-  return answerFor(host, delivery, request);
+  return answerFor(host, delivery, request, startedAt);
 }
 
-function answerFor(host: PipelineHost, delivery: VerifiedDelivery, request: unknown): Maybe<WebhookResponse> {
+function answerFor(
+  host: PipelineHost,
+  delivery: VerifiedDelivery,
+  request: unknown,
+  startedAt: number,
+): Maybe<WebhookResponse> {
   let answered: Maybe<WebhookResponse>;
   try {
-    answered = runAndAnswer(host, delivery, request);
+    answered = runAndAnswer(host, delivery, request, startedAt);
   } catch (cause) {
     return failedUnexpectedly(host, cause, request);
   }
@@ -114,15 +128,20 @@ function unverifiedDeliveryId(headers: HeadersInput): string | undefined {
 }
 
 /** Runs a verified delivery's handlers once (store and deadline included) and answers how that went. */
-function runAndAnswer(host: PipelineHost, delivery: VerifiedDelivery, request: unknown): Maybe<WebhookResponse> {
+function runAndAnswer(
+  host: PipelineHost,
+  delivery: VerifiedDelivery,
+  request: unknown,
+  startedAt: number,
+): Maybe<WebhookResponse> {
   const queue = host.options.queue;
   // Queued mode: every verified event is queued, handlers or not here (a receiver often has none:
   // they are registered in the workers).
-  if (queue !== undefined) return enqueueAndAnswer(host, queue, delivery, request);
+  if (queue !== undefined) return enqueueAndAnswer(host, queue, delivery, request, startedAt);
   const { event, deliveryId, timestamp } = delivery;
   const handlers = host.handlersFor(event.type);
   // Nothing to run: acknowledge without a round trip to the store.
   if (handlers.length === 0) return ok(false);
-  const outcome = runOnce(host, handlers, event, { deliveryId, timestamp, request });
+  const outcome = runOnce(host, handlers, event, { deliveryId, timestamp, request }, startedAt);
   return outcome instanceof Promise ? outcome.then(answerOutcome) : answerOutcome(outcome);
 }

@@ -125,11 +125,26 @@ export interface QueueHost {
     readonly queue: WebhookQueue | undefined;
     /** How long a write to the queue may take, and the option that says so; undefined: no limit. */
     readonly enqueueDeadline: { readonly ms: number; readonly option: string } | undefined;
+    /** The budget of a whole delivery, from the call of `handle()`; undefined: none. */
+    readonly deliveryTimeoutMs?: number | undefined;
     /** Transactional mode: the worker runs each job's handlers in the event's transaction. */
     readonly transactions: EventTransactions | undefined;
   };
   handlersFor(type: string): readonly AnyHandler[];
   reportError(error: WebhookVerificationError, context: ErrorContext): void;
+}
+
+/** The write deadline: the queue's own, or what is left of the delivery's budget if that is shorter. */
+function writeDeadline(
+  options: QueueHost['options'],
+  startedAt: number,
+): { readonly ms: number; readonly option: string } | undefined {
+  const own = options.enqueueDeadline;
+  const budget = options.deliveryTimeoutMs;
+  if (budget === undefined) return own;
+  // Rounded down to 10 ms: deadlines are grouped by duration (deadlines.ts).
+  const left = Math.max(1, Math.floor((budget - (performance.now() - startedAt)) / 10) * 10);
+  return own !== undefined && own.ms <= left ? own : { ms: left, option: 'what was left of deliveryTimeoutMs' };
 }
 
 /**
@@ -143,6 +158,7 @@ export function enqueueAndAnswer(
   queue: WebhookQueue,
   delivery: QueuedDelivery,
   request: unknown,
+  startedAt = performance.now(),
 ): Promise<WebhookResponse> {
   const { event, deliveryId, timestamp } = delivery;
   const refuse = (error: WebhookVerificationError): WebhookResponse => {
@@ -151,7 +167,7 @@ export function enqueueAndAnswer(
   };
   // A queue that throws synchronously, or returns something that is not a promise, is handled alike.
   const written = new Promise((resolve) => resolve(queue.enqueue({ event, deliveryId, timestamp })));
-  const limit = host.options.enqueueDeadline;
+  const limit = writeDeadline(host.options, startedAt);
   return new Promise<WebhookResponse>((resolve) => {
     let answered = false;
     const deadline =

@@ -25,6 +25,10 @@ export interface RunOnceHost {
     /** Transactional mode: each event's handlers run in its transaction; `store` is not used. */
     readonly transactions: EventTransactions | undefined;
     readonly handlerTimeoutMs: number | undefined;
+    /** The budget of the whole delivery, counted from `startedAt`; undefined: none. */
+    readonly deliveryTimeoutMs: number | undefined;
+    /** How long a run may hold its claim while its handlers have not settled; undefined: no bound. */
+    readonly maxClaimMs: number | undefined;
   };
   reportError(error: WebhookVerificationError, context: ErrorContext): void;
 }
@@ -41,6 +45,8 @@ interface Run {
   readonly context: HandlerContext;
   /** Where its failures are reported: `onError`, with the delivery's context. */
   readonly report: (error: WebhookVerificationError) => void;
+  /** When `handle()` was called (`performance.now()`): the delivery's budget counts from it. */
+  readonly startedAt: number;
 }
 
 /**
@@ -56,13 +62,14 @@ export function runOnce(
   handlers: readonly AnyHandler[],
   event: AnyEvent,
   context: HandlerContext,
+  startedAt: number,
 ): Maybe<Outcome> {
   const report = (error: WebhookVerificationError) => {
     // Made only when something is reported: most deliveries never need it.
     const { request, deliveryId, timestamp } = context;
     host.reportError(error, { request, deliveryId, timestamp, event } satisfies ErrorContext);
   };
-  const run: Run = { host, handlers, event, context, report };
+  const run: Run = { host, handlers, event, context, report, startedAt };
   const { store, transactions } = host.options;
   const claimed = transactions ? beginEvent(transactions, event.id) : claimEvent(store, event.id, report);
   return claimed instanceof Promise ? claimed.then((outcome) => afterClaim(run, outcome)) : afterClaim(run, claimed);
@@ -84,7 +91,7 @@ function afterClaim(given: Run, claimed: ClaimOutcome): Maybe<Outcome> {
     try {
       result = (handlers[i] as AnyHandler)(event, context);
       // Reading `then` may throw too (a hostile getter): that is this handler failing.
-      if (isThenable(result)) return underDeadline(run, claim, finishAsync(run, claim, result, i + 1));
+      if (isThenable(result)) return underDeadline(run, claim, result, i + 1);
     } catch (cause) {
       return failed(run, claim, cause);
     }
@@ -106,7 +113,15 @@ function succeeded(run: Run, claim: HeldClaim): Maybe<Outcome> {
     );
   }
   const recorded = completeClaim(claim, run.report);
-  return recorded instanceof Promise ? recorded.then(() => DONE) : DONE;
+  // The handlers succeeded: a completion still being written when the budget ends answers 200 then
+  // (it goes on, and a failure is reported), as a completion that fails does.
+  return recorded instanceof Promise
+    ? withinBudget(
+        run,
+        recorded.then(() => DONE),
+        DONE,
+      )
+    : DONE;
 }
 
 function failed(run: Run, claim: HeldClaim, cause: unknown): Maybe<Outcome> {
@@ -122,48 +137,147 @@ function failed(run: Run, claim: HeldClaim, cause: unknown): Maybe<Outcome> {
     );
   }
   const released = releaseClaim(claim, run.report);
-  return released instanceof Promise ? released.then(() => rejected(run, error)) : rejected(run, error);
+  if (!(released instanceof Promise)) return rejected(run, error);
+  // Answered when the budget ends even if the release is still on its way; reported once, when it is done.
+  return withinBudget(
+    run,
+    released.then(() => rejected(run, error)),
+    { kind: 'rejected', error },
+  );
 }
 
-/** Waits for the handler that returned `pending`, runs the rest from `next` one after another, then ends the claim. */
-async function finishAsync(run: Run, claim: HeldClaim, pending: PromiseLike<unknown>, next: number): Promise<Outcome> {
+/**
+ * Milliseconds left of the delivery's budget (`deliveryTimeoutMs`), at least 1; undefined without
+ * one. Rounded down to 10 ms: deadlines are grouped by duration (deadlines.ts), so this keeps their
+ * number small.
+ */
+function budgetLeft(run: Run): number | undefined {
+  const budget = run.host.options.deliveryTimeoutMs;
+  if (budget === undefined) return undefined;
+  const left = budget - (performance.now() - run.startedAt);
+  return Math.max(1, Math.floor(left / 10) * 10);
+}
+
+/** The outcome of `pending`, or `early` once the delivery's budget has passed first. */
+function withinBudget(run: Run, pending: Promise<Outcome>, early: Outcome): Promise<Outcome> {
+  const ms = budgetLeft(run);
+  if (ms === undefined) return pending;
+  return new Promise((resolve) => {
+    const deadline = setDeadline(ms, () => resolve(early));
+    void pending.then((outcome) => {
+      cancelDeadline(deadline);
+      resolve(outcome);
+    });
+  });
+}
+
+/**
+ * Waits for the handler that returned `pending`, runs the rest from `next` one after another, calls
+ * `settle` as soon as they have all settled (before the claim is ended), then ends the claim.
+ */
+async function finishAsync(
+  run: Run,
+  claim: HeldClaim,
+  pending: PromiseLike<unknown>,
+  next: number,
+  settle: () => void,
+): Promise<Outcome> {
   const { handlers, event, context } = run;
   try {
     await pending;
     for (let i = next; i < handlers.length; i++) await (handlers[i] as AnyHandler)(event, context);
   } catch (cause) {
+    settle();
     return failed(run, claim, cause);
   }
+  settle();
   return succeeded(run, claim);
 }
 
+/** The deadline for the answer while handlers run: `handlerTimeoutMs` or what is left of the budget, the earlier. */
+function answerDeadline(run: Run): { ms: number; option: string; total: number } | undefined {
+  const { handlerTimeoutMs, deliveryTimeoutMs } = run.host.options;
+  const left = budgetLeft(run);
+  if (
+    left !== undefined &&
+    deliveryTimeoutMs !== undefined &&
+    (handlerTimeoutMs === undefined || left < handlerTimeoutMs)
+  ) {
+    return { ms: left, option: 'deliveryTimeoutMs', total: deliveryTimeoutMs };
+  }
+  return handlerTimeoutMs === undefined
+    ? undefined
+    : { ms: handlerTimeoutMs, option: 'handlerTimeoutMs', total: handlerTimeoutMs };
+}
+
 /**
- * The outcome of `settled`, or a `HANDLER_TIMEOUT` once `handlerTimeoutMs` passes first: then the
- * handlers keep running and the claim is renewed until they end. The deadline counts from the first
- * handler that went asynchronous (a synchronous stretch cannot be interrupted anyway).
+ * Runs the handlers from the one that returned `pending` and answers their outcome, or
+ * `HANDLER_TIMEOUT` once `handlerTimeoutMs` (from now) or the delivery's budget (from the call of
+ * `handle()`) passes first: then the handlers keep running. From now until they settle the claim is
+ * renewed (a claim must not expire under a running handler, whatever `inFlightTtlMs` and the
+ * deadlines are), for at most `maxClaimMs`: then it is released so that a retry can run the event,
+ * and `onError` hears `CLAIM_RELEASED`. The deadlines count from the first handler that went
+ * asynchronous: a synchronous stretch cannot be interrupted anyway.
  */
-function underDeadline(run: Run, claim: HeldClaim, settled: Promise<Outcome>): Promise<Outcome> {
-  const timeoutMs = run.host.options.handlerTimeoutMs;
-  if (timeoutMs === undefined) return settled;
+function underDeadline(run: Run, claim: HeldClaim, pending: PromiseLike<unknown>, next: number): Promise<Outcome> {
+  const maxClaimMs = run.host.options.maxClaimMs;
+  const limit = answerDeadline(run);
   return new Promise((resolve) => {
-    let stopKeeping: (() => void) | undefined;
-    const deadline = setDeadline(timeoutMs, () => {
-      stopKeeping = keepClaim(claim, run.report);
-      resolve(
-        rejected(
-          run,
-          new WebhookVerificationError(
-            'HANDLER_TIMEOUT',
-            `The handlers for ${run.event.type} did not finish within handlerTimeoutMs (${timeoutMs} ms); they keep running and hold the event's claim until they end, and the service will retry.`,
-          ),
-        ),
-      );
-    });
-    void settled.then((outcome) => {
-      cancelDeadline(deadline);
-      stopKeeping?.();
+    let answered = false;
+    const answer = (outcome: Outcome) => {
+      if (answered) return;
+      answered = true;
       resolve(outcome);
-    });
+    };
+    const stopRenewing = keepClaim(claim, run.report);
+    const timeout =
+      limit &&
+      setDeadline(limit.ms, () => {
+        if (answered) return;
+        answer(
+          rejected(
+            run,
+            new WebhookVerificationError(
+              'HANDLER_TIMEOUT',
+              `The handlers for ${run.event.type} did not finish within ${limit.option} (${limit.total} ms); they keep running and hold the event's claim until they end${maxClaimMs === undefined || !claim.store ? '' : ` (at most maxClaimMs, ${maxClaimMs} ms)`}, and the service will retry.`,
+            ),
+          ),
+        );
+      });
+    const bound =
+      maxClaimMs === undefined || !claim.store
+        ? undefined
+        : setDeadline(maxClaimMs, () => {
+            stopRenewing();
+            if (timeout) cancelDeadline(timeout);
+            const tell = () => {
+              run.report(
+                new WebhookVerificationError(
+                  'CLAIM_RELEASED',
+                  `The handlers for ${run.event.type} (event ${run.event.id}) had not settled after maxClaimMs (${maxClaimMs} ms), so pixhook released the event's claim and the service's next retry can run it. They were not stopped and may still be running: that retry may run the event beside them.`,
+                ),
+              );
+              if (answered) return;
+              answer(
+                rejected(
+                  run,
+                  new WebhookVerificationError(
+                    'HANDLER_TIMEOUT',
+                    `The handlers for ${run.event.type} did not finish within maxClaimMs (${maxClaimMs} ms); the event's claim was released and the service will retry.`,
+                  ),
+                ),
+              );
+            };
+            const released = releaseClaim(claim, run.report);
+            if (released instanceof Promise) void released.then(tell);
+            else tell();
+          });
+    const settle = () => {
+      if (timeout) cancelDeadline(timeout);
+      if (bound) cancelDeadline(bound);
+      stopRenewing();
+    };
+    void finishAsync(run, claim, pending, next, settle).then(answer);
   });
 }
 

@@ -28,7 +28,18 @@ function parseCanonical(header: string): ParsedSignatureHeader | undefined {
     if (code < 48 || code > 57) return undefined;
   }
   const t = header.slice(2, comma);
-  return { t, timestamp: Number(t), v1: [header.slice(comma + 4)] };
+  return { t, timestamp: timestampOf(t), v1: [header.slice(comma + 4)] };
+}
+
+/**
+ * `t` (digits only) as a number of seconds; `MALFORMED_SIGNATURE` beyond `Number.MAX_SAFE_INTEGER`
+ * (285 million years from 1970): no real time, and past it the number is no longer exact (then
+ * `Infinity`), which handlers would see as `context.timestamp` with `tolerance: false`.
+ */
+function timestampOf(t: string): number {
+  const timestamp = Number(t);
+  if (timestamp > Number.MAX_SAFE_INTEGER) throw malformed('t is beyond any real time (more than 2^53 - 1 seconds)');
+  return timestamp;
 }
 
 function malformed(detail: string): WebhookVerificationError {
@@ -41,7 +52,8 @@ function malformed(detail: string): WebhookVerificationError {
 /**
  * Parses `X-Service-Signature` strictly: exactly one `t` of digits only, at least one non-empty
  * `v1`, parts in any order separated by commas (spaces after them tolerated), unknown schemes
- * (`v0=` …) ignored. Throws `MISSING_SIGNATURE` or `MALFORMED_SIGNATURE`.
+ * (`v0=` …) ignored, `t` at most `Number.MAX_SAFE_INTEGER`. Throws `MISSING_SIGNATURE` or
+ * `MALFORMED_SIGNATURE`.
  *
  * @example
  * parseSignatureHeader('t=1700000000,v1=5257a8…') // { t: '1700000000', timestamp: 1700000000, v1: ['5257a8…'] }
@@ -75,7 +87,7 @@ export function parseSignatureHeader(header: string | undefined): ParsedSignatur
   }
   if (t === undefined) throw malformed('it has no t');
   if (v1.length === 0) throw malformed('it has no v1');
-  return { t, timestamp: Number(t), v1 };
+  return { t, timestamp: timestampOf(t), v1 };
 }
 
 function truncate(text: string): string {

@@ -1,3 +1,4 @@
+import { cancelDeadline, type Deadline, setDeadline } from './deadlines.js';
 import { WebhookVerificationError } from './errors.js';
 import { isThenable, type Maybe } from './maybe.js';
 import { claimNow, completeNow, type MemoryStore, releaseNow, syncMemoryStore } from './memory-store.js';
@@ -208,14 +209,19 @@ export function releaseClaim(claim: HeldClaim, report: Report): Maybe<void> {
   return endClaim(claim, report, 'release');
 }
 
-/** The run outlived the handler deadline: keep renewing the claim until the returned stop is called. */
+/**
+ * A run's handlers went asynchronous: keep renewing the claim until the returned stop is called, so
+ * that it cannot expire under a running handler whatever `inFlightTtlMs` is. Idempotent stop.
+ */
 export function keepClaim(claim: HeldClaim, report: Report): () => void {
   return claim.store ? renewClaim(claim.store, claim.id, claim.token, report) : () => {};
 }
 
 /**
- * Keeps renewing the claim of a run that outlived the handler deadline, so that no retry runs the
- * event beside it; returns the function that stops. Only stores with `extend` can.
+ * Renews the claim every third of the store's `inFlightTtlMs`, from now, so that no retry runs the
+ * event beside the run; returns the function that stops. Only stores with `extend` can. The
+ * renewals ride core's shared deadline timers (deadlines.ts): a run that ends before the first one
+ * costs a set insertion and a deletion, not a timer.
  */
 function renewClaim(store: IdempotencyStore, id: string, token: string | number, report: Report): () => void {
   const extend = store.extend;
@@ -223,31 +229,38 @@ function renewClaim(store: IdempotencyStore, id: string, token: string | number,
   const ttl = store.inFlightTtlMs;
   const every = Math.max(1, Math.floor((typeof ttl === 'number' && ttl > 0 ? ttl : DEFAULT_IN_FLIGHT_TTL_MS) / 3));
   let reported = false;
+  let stopped = false;
+  let next: Deadline | undefined;
   const reportOnce = (message: string, cause?: unknown) => {
     if (reported) return;
     reported = true;
     report(storeError(message, cause));
   };
-  const interval = setInterval(() => {
+  const renew = () => {
+    // The next renewal is due a third of the TTL after this one is sent, however long it takes.
+    next = setDeadline(every, renew);
     Promise.resolve()
       .then(() => extend.call(store, id, token as string))
       .then(
         (kept) => {
-          if (kept !== false) return;
-          clearInterval(interval);
+          if (kept !== false || stopped) return;
+          stop();
           reportOnce(
-            `The claim on event ${id} expired while its handlers ran past the deadline; a retry may run it beside them.`,
+            `The claim on event ${id} expired while its handlers ran; a retry may run it beside them. Renewing failed for longer than the store's inFlightTtlMs (${ttl} ms): raise it.`,
           );
         },
-        // The store may be back by the next tick: keep trying, and say it once.
-        (cause: unknown) =>
-          reportOnce(
-            `The claim on event ${id} could not be renewed while its handlers ran past the deadline; retrying.`,
-            cause,
-          ),
+        // The store may be back by the next renewal: keep trying, and say it once.
+        (cause: unknown) => {
+          if (stopped) return;
+          reportOnce(`The claim on event ${id} could not be renewed while its handlers ran; retrying.`, cause);
+        },
       );
-  }, every);
-  // The run itself keeps the process alive while it works; the renewals must not.
-  interval.unref?.();
-  return () => clearInterval(interval);
+  };
+  const stop = () => {
+    stopped = true;
+    if (next !== undefined) cancelDeadline(next);
+    next = undefined;
+  };
+  next = setDeadline(every, renew);
+  return stop;
 }

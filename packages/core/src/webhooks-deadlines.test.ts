@@ -106,10 +106,14 @@ describe('handler deadline (handlerTimeoutMs)', () => {
     expect((await webhooks.handle(delivery)).status).toBe(200);
   });
 
-  it('defaults: 8 s for handlers, 5 s for bodies; both documented as options', () => {
+  it('defaults: 8 s for handlers, 5 s for bodies, 8 s for the whole delivery; all documented as options', () => {
     const webhooks = new Webhooks({ secret: SECRET });
     expect(webhooks.bodyTimeoutMs).toBe(5_000);
-    expect(new Webhooks({ secret: SECRET, bodyTimeoutMs: false }).bodyTimeoutMs).toBeUndefined();
+    // Without a body deadline of its own, the delivery's budget still bounds the body.
+    expect(new Webhooks({ secret: SECRET, bodyTimeoutMs: false }).bodyTimeoutMs).toBe(8_000);
+    expect(
+      new Webhooks({ secret: SECRET, bodyTimeoutMs: false, deliveryTimeoutMs: false }).bodyTimeoutMs,
+    ).toBeUndefined();
   });
 });
 

@@ -137,7 +137,10 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    * const event = webhooks.verify(req.rawBody, req.headers)
    */
   verify(rawBody: Uint8Array | string, headers: HeadersInput): AnyEvent<M> {
-    return verifyDelivery(this.#options, rawBytes(rawBody, 'verify()'), headersOf(headers)).event as AnyEvent<M>;
+    // Checked first: without the bytes nothing about the request can be judged, and a missing raw
+    // copy is this app's setup, which every request would hit.
+    const body = rawBytes(rawBody, 'verify()', 'unavailable');
+    return verifyDelivery(this.#options, body, headersOf(headers)).event as AnyEvent<M>;
   }
 
   /**
@@ -151,8 +154,8 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    * const event = await webhooks.verifyAsync(new Uint8Array(await request.arrayBuffer()), request.headers)
    */
   async verifyAsync(rawBody: Uint8Array | string, headers: HeadersInput): Promise<AnyEvent<M>> {
-    return (await verifyDeliveryAnywhere(this.#options, rawBytes(rawBody, 'verifyAsync()'), headersOf(headers)))
-      .event as AnyEvent<M>;
+    const body = rawBytes(rawBody, 'verifyAsync()', 'unavailable');
+    return (await verifyDeliveryAnywhere(this.#options, body, headersOf(headers))).event as AnyEvent<M>;
   }
 
   /**
@@ -216,20 +219,38 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
   }
 }
 
-// The delivery id is an unsigned header: no terminal control or bidi characters reach a log from it.
+// What the default log line prints of a request is untrusted text (the delivery id is an unsigned
+// header, anyone can send any): no terminal control or bidi character reaches the log as itself,
+// and no value is longer than LOGGED_CHARACTERS.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** Most characters of one untrusted value the default log line prints. */
+const LOGGED_CHARACTERS = 128;
+const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** `value`, capped at LOGGED_CHARACTERS with how many more there were, its unprintable characters escaped (`\x1b`, `\u202e`). */
+function printable(value: string): string {
+  let kept = value.length > LOGGED_CHARACTERS ? value.slice(0, LOGGED_CHARACTERS) : value;
+  // Not half a surrogate pair at the cut.
+  if (kept !== value && /[\ud800-\udbff]$/.test(kept)) kept = kept.slice(0, -1);
+  const escaped = kept.replace(UNPRINTABLE, (c) => {
+    const code = c.charCodeAt(0);
+    return ESCAPES[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`);
+  });
+  return kept === value ? escaped : `${escaped}… (${value.length - kept.length} more characters)`;
+}
 
 /** The default `onError`: one line with the code, the event and delivery, then the cause. */
 function logUnheard(error: WebhookVerificationError, context: ErrorContext): void {
   const where = [
-    context.event && `${context.event.type} ${context.event.id}`,
-    context.deliveryId && `delivery ${context.deliveryId}`,
-    context.job && `job ${context.job.jobId}, attempt ${context.job.attempt} of ${context.job.maxAttempts}`,
+    context.event && `${printable(String(context.event.type))} ${printable(String(context.event.id))}`,
+    context.deliveryId && `delivery ${printable(String(context.deliveryId))}`,
+    context.job &&
+      `job ${printable(String(context.job.jobId))}, attempt ${context.job.attempt} of ${context.job.maxAttempts}`,
   ]
     .filter(Boolean)
     .join(', ');
-  const line = `pixhook: ${error.code}${where ? ` (${where.replace(UNPRINTABLE, '?')})` : ''}: ${error.message} (register webhooks.onError() to handle these yourself)`;
+  const line = `pixhook: ${error.code}${where ? ` (${where})` : ''}: ${error.message} (register webhooks.onError() to handle these yourself)`;
   if (error.cause === undefined) console.error(line);
   else console.error(line, error.cause);
 }
