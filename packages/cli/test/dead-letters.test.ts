@@ -34,7 +34,7 @@ const queues: BullMQQueue[] = [];
 
 beforeAll(() => ensureBuilt());
 
-async function until(check: () => Promise<boolean> | boolean, what: string, ms = 5_000): Promise<void> {
+async function until(check: () => Promise<boolean> | boolean, what: string, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -337,12 +337,16 @@ describeWithRedis('pixhook dead-letters', () => {
         expect(result.stdout + result.stderr).not.toContain('s3cret');
         expect(result.stderr).toMatch(/^pixhook: .*Redis at redis:\/\//);
       }
-      // Nothing listening: refused at once. Node's own start counts too, and may be slow on a busy machine.
-      for (const result of [list, retry, fromEnv]) expect(result.ms, result.stderr).toBeLessThan(5_000);
-      // Stalled: 3 s from the connection, then the process ends (timed from the connection, not the start).
+      // Nothing listening: refused, not retried (ioredis alone reconnects for ever, and the stalled
+      // command below would never end). The messages say it was refused; the bound only proves the
+      // command ended, with the margin four Node processes starting at once need on a busy machine.
+      for (const result of [list, retry, fromEnv]) expect(result.ms, result.stderr).toBeLessThan(20_000);
+      // Stalled: 3 s from the connection (pixhook's own timer, as the message says), then the
+      // process ends (timed from the connection, not the start). The upper bound, with a busy
+      // machine's margin, proves it ends; the message proves which timer ended it.
       expect(sockets.size).toBeGreaterThan(0);
       expect(stuck.endedAt - connectedAt, stuck.stderr).toBeGreaterThan(2_900);
-      expect(stuck.endedAt - connectedAt, stuck.stderr).toBeLessThan(4_500);
+      expect(stuck.endedAt - connectedAt, stuck.stderr).toBeLessThan(10_000);
       for (const result of [list, retry]) {
         expect(result.stderr).toContain(
           `Cannot reach Redis at redis://:***@127.0.0.1:${downPort}: nothing accepts connections on 127.0.0.1:${downPort}`,
@@ -354,7 +358,7 @@ describeWithRedis('pixhook dead-letters', () => {
       for (const socket of sockets) socket.destroy();
       stalled.close();
     }
-  });
+  }, 60_000);
 
   test('only the dead-letters commands load @pixhook/bullmq, with a dynamic import', () => {
     const built = readFileSync(CLI, 'utf8');
