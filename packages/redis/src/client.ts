@@ -1,3 +1,5 @@
+import { describeType } from '@pixhook/core';
+
 /** The part of an `ioredis` client (`new Redis()`) that `RedisStore` uses. */
 export interface IoRedisClientLike {
   readonly status: string;
@@ -19,10 +21,12 @@ export type ClientKind = 'ioredis' | 'node-redis';
 /** Sends one command (name first) and resolves with the raw reply. */
 export type SendCommand = (args: string[]) => Promise<unknown>;
 
+/** What was passed instead of a client, in words: `a plain object`, `an instance of Map`, `the number 6379`. */
 function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value !== 'object') return typeof value;
-  return value.constructor?.name ? `a ${value.constructor.name}` : 'an object';
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return describeType(value);
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  if (name === 'Object' || typeof name !== 'string' || name === '') return 'a plain object';
+  return `an instance of ${name.slice(0, 40)}`;
 }
 
 /**

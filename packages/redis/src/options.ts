@@ -1,4 +1,4 @@
-import { DEFAULT_COMPLETED_TTL_MS, DEFAULT_IN_FLIGHT_TTL_MS } from '@pixhook/core';
+import { assertKnownOptions, DEFAULT_COMPLETED_TTL_MS, DEFAULT_IN_FLIGHT_TTL_MS, describeType } from '@pixhook/core';
 
 /** Options of `RedisStore`. */
 export interface RedisStoreOptions {
@@ -36,6 +36,14 @@ export interface RedisStoreOptions {
   timeoutMs?: number;
 }
 
+/** The names `new RedisStore(client, options)` takes; any other key throws, naming the closest. */
+const OPTION_NAMES = [
+  'prefix',
+  'inFlightTtlMs',
+  'completedTtlMs',
+  'timeoutMs',
+] as const satisfies readonly (keyof RedisStoreOptions)[];
+
 /** The options with their defaults applied, checked. */
 export interface ResolvedRedisStoreOptions {
   prefix: string;
@@ -54,7 +62,7 @@ function positiveInteger(value: unknown, fallback: number, name: string): number
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
     throw new TypeError(
-      `pixhook: RedisStore: ${name} must be a positive whole number of milliseconds, got ${String(value)}.`,
+      `pixhook: RedisStore: ${name} must be a positive whole number of milliseconds, got ${describeType(value)}.`,
     );
   }
   return value;
@@ -65,9 +73,13 @@ export function resolveOptions(options: RedisStoreOptions | undefined): Resolved
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new TypeError('pixhook: RedisStore: options must be an object.');
   }
+  // A misspelled prefix would silently share the default 'pixhook:' keys with other apps.
+  if (options !== undefined) {
+    assertKnownOptions(options, OPTION_NAMES, 'pixhook: RedisStore: new RedisStore(client, options)');
+  }
   const prefix = options?.prefix ?? 'pixhook:';
   if (typeof prefix !== 'string') {
-    throw new TypeError(`pixhook: RedisStore: prefix must be a string, got ${typeof prefix}.`);
+    throw new TypeError(`pixhook: RedisStore: prefix must be a string, got ${describeType(prefix)}.`);
   }
   const timeoutMs = positiveInteger(options?.timeoutMs, DEFAULT_TIMEOUT_MS, 'timeoutMs');
   if (timeoutMs > MAX_TIMEOUT_MS) {

@@ -55,6 +55,35 @@ describe('new RedisStore(client, options)', () => {
     expect(() => new RedisStore(client as never)).toThrow(/ioredis client .* or a node-redis client/);
   });
 
+  it.each([
+    ['a plain object', {}, 'a plain object'],
+    ['a Map', new Map(), 'an instance of Map'],
+    ['an object without a prototype', Object.create(null), 'a plain object'],
+    ['a number', 6379, 'the number 6379'],
+  ])('names %s given as the client in words (never "a Object")', (_name, client, words) => {
+    expect(() => new RedisStore(client as never)).toThrow(`; got ${words}.`);
+  });
+
+  it.each([
+    [{ prefx: 'app:' }, /no option "prefx"\. Did you mean "prefix"\?/],
+    [{ inflightTtlMs: 60_000 }, /no option "inflightTtlMs"\. Did you mean "inFlightTtlMs"\?/],
+    [{ completedTTLMs: 60_000 }, /no option "completedTTLMs"\. Did you mean "completedTtlMs"\?/],
+    [{ ttl: 60_000 }, /no option "ttl"/],
+    [{ timeout: 500 }, /no option "timeout"\. Did you mean "timeoutMs"\?/],
+  ])('refuses the unknown option %o when built, naming the right one (issue 24)', (options, message) => {
+    expect(() => new RedisStore(io, options as never)).toThrow(message);
+    expect(() => new RedisStore(io, options as never)).toThrow(
+      /^pixhook: RedisStore: new RedisStore\(client, options\) has no option/,
+    );
+  });
+
+  it('does not echo a string option that may be a secret put in the wrong place', () => {
+    expect(() => new RedisStore(io, { timeoutMs: 'hunter2-password' } as never)).toThrow(
+      /got a string of 16 characters/,
+    );
+    expect(() => new RedisStore(io, { prefix: {} } as never)).toThrow(/prefix must be a string, got an object/);
+  });
+
   it('refuses a node-redis cluster client, whose sendCommand takes other arguments', () => {
     const cluster = createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:6379' }] });
     expect(() => new RedisStore(cluster as never)).toThrow(/cluster clients \(createCluster\) are not supported/);
