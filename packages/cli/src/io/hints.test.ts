@@ -28,4 +28,15 @@ describe('answerHint', () => {
     expect(answerHint({ ok: false, status: 400, ms: 1, body: pixhook }, http)).toBeUndefined();
     expect(answerHint({ ok: true, status: 200, ms: 1, body: '' }, http)).toBeUndefined();
   });
+
+  test("a plain 500 (not pixhook's JSON) points at the server's log; a 502 at the proxy; pixhook's 500 needs none", () => {
+    expect(answerHint({ ok: false, status: 500, ms: 1, body: 'Internal Server Error' }, http)).toMatch(
+      /no pixhook error code: the server failed before pixhook answered.*check the receiver's log/,
+    );
+    expect(answerHint({ ok: false, status: 502, ms: 1, body: '<h1>Bad Gateway</h1>' }, http)).toMatch(
+      /a proxy or gateway in front of the receiver answered 502/,
+    );
+    const failed = JSON.stringify({ error: { code: 'HANDLER_FAILED', message: '…' } });
+    expect(answerHint({ ok: false, status: 500, ms: 1, body: failed }, http)).toBeUndefined();
+  });
 });

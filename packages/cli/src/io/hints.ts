@@ -77,6 +77,12 @@ export function answerHint(outcome: AttemptOutcome, receiver: string): string | 
   if (status === 401 || status === 403) {
     return 'the answer has no pixhook error code: something in front of the receiver (an auth middleware, a proxy) refused the request before pixhook saw it';
   }
+  if (status === 502 || status === 503 || status === 504) {
+    return `the answer has no pixhook error code: a proxy or gateway in front of the receiver answered ${status} (is the receiver behind it running and reachable?)`;
+  }
+  if (status >= 500) {
+    return "the answer has no pixhook error code: the server failed before pixhook answered (an error in a middleware or route that runs first, a body parser that read the body, the framework's error handler): check the receiver's log (a failing handler answers 500 with HANDLER_FAILED)";
+  }
   return undefined;
 }
 
