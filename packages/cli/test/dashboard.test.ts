@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EVENT_TYPES } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
@@ -86,6 +86,21 @@ function testEvent(page: Page, type: string): Locator {
   return page.locator(`[data-testid="test-event"][data-type="${type}"]`);
 }
 
+/** A GET with exactly these headers (fetch would add its own Sec-Fetch-Mode). */
+function get(url: string, headers: Record<string, string>) {
+  return new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
+    request(url, { headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
 async function state(dashboard: RunningDashboard) {
   const response = await fetch(`${dashboard.url}api/state`);
   return (await response.json()) as { endpoint: { url?: string; state: string }; attempts: unknown[] };
@@ -118,6 +133,8 @@ describeWithChromium('pixhook dashboard: endpoint and test events', () => {
 
     // The request as sent: the four delivery headers, in the entry's details.
     await attempts(page).first().locator('summary').first().click();
+    // The exchange is laid out once the entry is expanded.
+    await eventually(() => attempts(page).first().textContent()).toContain('x-service-signature');
     const details = await attempts(page).first().textContent();
     for (const header of ['content-type', 'x-service-event', 'x-service-delivery', 'x-service-signature']) {
       expect(details).toContain(header);
@@ -181,6 +198,7 @@ describeWithChromium('pixhook dashboard: replay', () => {
     await eventually(() => attempts(page).first().getAttribute('data-status')).toBe('200');
     const original = attempts(page).first();
     const originalId = await original.getAttribute('data-id');
+    expect(await original.getByTestId('replay-target').textContent()).toBe(`Replays go to ${express.url}`);
 
     await original.getByRole('button', { name: 'Replay as is' }).click();
     await eventually(() => attempts(page).count()).toBe(2);
@@ -284,19 +302,134 @@ describeWithChromium('pixhook dashboard: retry schedule', () => {
     await page.getByRole('button', { name: 'Play retry schedule' }).click();
     const run = page.getByTestId('run').first();
     await eventually(() => run.getAttribute('data-state')).toBe('auto-disabled');
-    expect(await run.getByTestId('run-outcome').textContent()).toMatch(/auto-disabled/);
+    // In the spec's words: the first attempt and its retries, not "3 failed attempts".
+    const outcome = await run.getByTestId('run-outcome').textContent();
+    expect(outcome).toMatch(/auto-disabled: the attempt after the last retry delay failed too/);
+    expect(outcome).toMatch(/the first attempt and 2 retries failed/);
     expect(express.arrivals).toHaveLength(3);
+
+    // Where the outcome is announced: why nothing can be played, and the button to enable again.
+    const schedulePanel = page.getByRole('tabpanel');
+    await eventually(() => schedulePanel.getByTestId('cannot-send').textContent()).toMatch(/auto-disabled/);
+    expect(await page.getByRole('button', { name: 'Play retry schedule' }).isDisabled()).toBe(true);
 
     await page.getByRole('tab', { name: 'Deliveries' }).click();
     await eventually(() => page.getByTestId('endpoint-state').textContent()).toBe('auto-disabled');
-    await page.getByRole('button', { name: 'Send image.created', exact: true }).click();
-    await eventually(() => page.getByRole('alert').first().textContent()).toMatch(/auto-disabled/);
+    // Send and replay are disabled, with the reason in view; the API refuses too.
+    expect(await page.getByRole('button', { name: 'Send image.created', exact: true }).isDisabled()).toBe(true);
+    expect(await page.getByRole('tabpanel').getByTestId('cannot-send').textContent()).toMatch(/enable it again/);
+    const entry = attempts(page).first();
+    expect(await entry.getByRole('button', { name: 'Replay as is' }).isDisabled()).toBe(true);
+    expect(await entry.getByRole('button', { name: 'Re-sign and send' }).isDisabled()).toBe(true);
+    expect(await entry.getByTestId('replay-target').textContent()).toMatch(/auto-disabled/);
+    const refused = await fetch(`${dashboard.url}api/send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: dashboard.url.slice(0, -1) },
+      body: JSON.stringify({ type: 'image.created', object: {}, mode: 'once' }),
+    });
+    expect(refused.status).toBe(409);
     expect(express.arrivals).toHaveLength(3);
 
+    // Enabled again from the Retry schedule tab.
+    await page.getByRole('tab', { name: 'Retry schedule' }).click();
     await page.getByRole('button', { name: 'Enable endpoint again' }).click();
-    await eventually(() => page.getByTestId('endpoint-state').textContent()).toBe('enabled');
+    await eventually(() => page.getByRole('button', { name: 'Play retry schedule' }).isDisabled()).toBe(false);
+    await page.getByRole('tab', { name: 'Deliveries' }).click();
+    expect(await page.getByTestId('endpoint-state').textContent()).toBe('enabled');
     await page.getByRole('button', { name: 'Send image.created', exact: true }).click();
     await eventually(() => express.arrivals.length).toBe(4);
+  });
+});
+
+/** A server that is not a pixhook receiver: it reads the delivery, then answers with `answer`. */
+async function plainServer(answer: (res: ServerResponse) => void): Promise<string> {
+  const server = createServer((req, res) => {
+    req.resume().on('end', () => answer(res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
+}
+
+describeWithChromium('pixhook dashboard: large and odd answers', () => {
+  test('a 5 MB answer: 1 MiB kept, a bounded prefix laid out with "Show all", the rest said not read', async () => {
+    const item = '{"id":"img_0123456789","filename":"sunset.jpg","bytes":123456},';
+    const body = `{"items":[${item.repeat(Math.ceil(5_000_000 / item.length))}{}]}`;
+    const url = await plainServer((res) =>
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body),
+    );
+    const dashboard = await dashboardFor(['--url', url], SECRET);
+    const page = await open(dashboard);
+    await page.getByRole('button', { name: 'Send image.created', exact: true }).click();
+    const entry = attempts(page).first();
+    await eventually(() => entry.getAttribute('data-status')).toBe('200');
+    // Nothing of the exchange is laid out until the entry is expanded.
+    expect(await entry.locator('pre.body').count()).toBe(0);
+    await entry.locator('summary').first().click();
+    const answer = entry.locator('.http-message').nth(1);
+    const shown = answer.getByTestId('body');
+    expect(((await shown.textContent()) as string).length).toBe(16_384);
+    const more = (Buffer.byteLength(body) - 1_048_576).toLocaleString('en-US');
+    expect(await answer.getByTestId('not-read').textContent()).toContain(`${more} bytes more, not read`);
+    expect(await answer.getByTestId('hidden-chars').textContent()).toBe(
+      `… ${(1_048_576 - 16_384).toLocaleString('en-US')} characters more`,
+    );
+    await answer.getByRole('button', { name: 'Show all' }).click();
+    await eventually(async () => ((await shown.textContent()) as string).length).toBe(1_048_576);
+    expect(body.startsWith((await shown.textContent()) as string)).toBe(true);
+    // The process kept its log.
+    expect((await state(dashboard)).attempts).toHaveLength(1);
+  });
+
+  test('an endless answer: the dashboard keeps the first 1 MiB, closes the connection, and carries on', async () => {
+    let closed = 0;
+    const url = await plainServer((res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const piece = Buffer.alloc(65_536, 'x');
+      const more = () => {
+        while (!res.destroyed && res.write(piece));
+        if (!res.destroyed) res.once('drain', more);
+      };
+      res.on('close', () => closed++);
+      more();
+    });
+    const dashboard = await dashboardFor(['--url', url], SECRET);
+    const page = await open(dashboard);
+    await page.getByRole('button', { name: 'Send image.created', exact: true }).click();
+    const entry = attempts(page).first();
+    await eventually(() => entry.getAttribute('data-status')).toBe('200');
+    await eventually(() => closed).toBe(1);
+    await entry.locator('summary').first().click();
+    expect(await entry.getByTestId('not-read').textContent()).toMatch(/^… more bytes, not read/);
+    const [logged] = (await state(dashboard)).attempts as { answer: { body: string; truncated: boolean } }[];
+    expect(logged?.answer.body.length).toBe(1_048_576);
+    expect(logged?.answer.truncated).toBe(true);
+  });
+
+  test("long headers wrap, a trailing newline is marked, and a plain 500 (not pixhook's JSON) gets a hint", async () => {
+    const url = await plainServer((res) =>
+      res.writeHead(500, { 'content-type': 'text/plain', 'x-long': 'v'.repeat(2_000) }).end('Internal Server Error\n'),
+    );
+    const dashboard = await dashboardFor(['--url', url], SECRET);
+    const page = await open(dashboard);
+    await page.getByRole('button', { name: 'Send image.created', exact: true }).click();
+    const entry = attempts(page).first();
+    await eventually(() => entry.getAttribute('data-status')).toBe('500');
+    expect(await entry.getByTestId('hint').textContent()).toMatch(/no pixhook error code: the server failed/);
+    await entry.locator('summary').first().click();
+    const answer = entry.locator('.http-message').nth(1);
+    const headers = answer.getByTestId('headers');
+    expect(await headers.evaluate((node) => getComputedStyle(node).whiteSpace)).toBe('pre-wrap');
+    expect(await headers.evaluate((node) => node.scrollWidth <= node.clientWidth)).toBe(true);
+    expect(await answer.getByTestId('trailing-newline').isVisible()).toBe(true);
+    // The request's body (compact JSON, no line break at its end) is not marked.
+    expect(await entry.locator('.http-message').first().getByTestId('trailing-newline').count()).toBe(0);
   });
 });
 
@@ -372,7 +505,21 @@ describeWithChromium('pixhook dashboard: safety', () => {
     const navigation = page.waitForURL(`${api}/endpoint`);
     await page.evaluate(() => (document.getElementById('f') as HTMLFormElement).submit());
     await navigation;
-    expect(await page.textContent('body')).toContain('FORBIDDEN');
+    // A navigation (a form posted, a link followed) gets a page saying to open the address directly.
+    expect(await page.textContent('h1')).toBe('Open the pixhook dashboard directly');
+    expect(await page.textContent('body')).toContain(`Open ${dashboard.url} yourself`);
+    await page.goBack();
+    await page.evaluate((url) => {
+      const link = document.createElement('a');
+      link.href = url;
+      link.textContent = 'dashboard';
+      document.body.append(link);
+    }, `${dashboard.url}?<script>window.pwned=1</script>`);
+    const followed = page.waitForURL(/\?/);
+    await page.click('a');
+    await followed;
+    expect(await page.textContent('h1')).toBe('Open the pixhook dashboard directly');
+    expect(await page.content()).not.toContain('window.pwned');
 
     const after = await state(dashboard);
     expect(after.endpoint.url).toBe(express.url);
@@ -399,7 +546,6 @@ describeWithChromium('pixhook dashboard: safety', () => {
     });
     expect(wrongType.status).toBe(415);
     // DNS rebinding: the right address, another name.
-    const { request } = await import('node:http');
     const rebound = await new Promise<number>((resolve, reject) => {
       request(`${api}/state`, { headers: { host: `attacker.example:${dashboard.port}` } }, (res) => {
         res.resume();
@@ -429,7 +575,7 @@ describeWithChromium('pixhook dashboard: safety', () => {
     const entry = attempts(page).first();
     await eventually(() => entry.getAttribute('data-status')).toBe('404');
     await entry.locator('summary').first().click();
-    expect(await entry.textContent()).toContain(markup);
+    await eventually(() => entry.textContent()).toContain(markup);
     expect(await entry.textContent()).toContain('<b>bold</b>');
 
     await fetch(`${dashboard.inspectorUrl}/<svg onload=alert(1)>`, {
@@ -441,7 +587,7 @@ describeWithChromium('pixhook dashboard: safety', () => {
     const inspected = page.getByTestId('inspected').first();
     await eventually(() => inspected.getAttribute('data-code')).toBe('MALFORMED_SIGNATURE');
     await inspected.locator('summary').first().click();
-    expect(await inspected.textContent()).toContain(markup);
+    await eventually(() => inspected.textContent()).toContain(markup);
 
     expect(await page.locator('img, script:not([src]), svg, b').count()).toBe(0);
     expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
@@ -490,6 +636,36 @@ describe('pixhook dashboard: the command', () => {
     const range = await run(['dashboard', '--port', '70000'], { secret: null });
     expect(range.code).toBe(2);
     expect(range.stderr).toMatch(/port from 0 to 65535/);
+  });
+
+  test('a navigation from another site gets a 403 page saying to open the address directly; API callers get JSON', async () => {
+    const dashboard = await dashboardFor();
+    const navigate = {
+      'sec-fetch-mode': 'navigate',
+      'sec-fetch-site': 'cross-site',
+      accept: 'text/html,application/xhtml+xml',
+      referer: 'https://evil.example/<b>',
+    };
+    const page = await get(`${dashboard.url}?q=<script>alert(1)</script>`, navigate);
+    expect(page.status).toBe(403);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'none'/);
+    expect(page.body).toContain('<h1>Open the pixhook dashboard directly</h1>');
+    expect(page.body).toContain(`<code>${dashboard.url}</code>`);
+    expect(page.body).not.toMatch(/script|evil|<b>/);
+    // An older browser without Sec-Fetch headers: Accept says it wants a page.
+    const old = await get(`${dashboard.url}api/state`, { accept: 'text/html', origin: 'null' });
+    expect([old.status, old.headers['content-type']]).toEqual([403, 'text/html; charset=utf-8']);
+    // A script's request (cors mode) and a plain API call still get the JSON error.
+    const apiCalls: Record<string, string>[] = [
+      { 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'cross-site', accept: 'text/html' },
+      { origin: 'http://evil.example' },
+    ];
+    for (const headers of apiCalls) {
+      const api = await get(`${dashboard.url}api/state`, headers);
+      expect(api.status).toBe(403);
+      expect((JSON.parse(api.body) as { error: { code: string } }).error.code).toBe('FORBIDDEN');
+    }
   });
 
   test('serves its page with a strict Content-Security-Policy, on 127.0.0.1 only', async () => {

@@ -102,7 +102,11 @@ async function route(
   streams: Set<ServerResponse>,
 ): Promise<void> {
   const refused = refusal(req, port);
-  if (refused) return json(res, 403, error('FORBIDDEN', refused));
+  if (refused) {
+    // A person who followed a link (or a form) from another page gets a page, an API caller JSON.
+    if (isNavigation(req)) return refusedPage(res, port, refused);
+    return json(res, 403, error('FORBIDDEN', refused));
+  }
   if (req.method === 'GET' || req.method === 'HEAD') {
     if (path === '/api/state') return json(res, 200, state.snapshot());
     if (path === '/api/events') return events(state, req, res, streams);
@@ -188,6 +192,43 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   } catch (caught) {
     throw new ActionError(400, 'INVALID_JSON', `The request is not JSON: ${(caught as Error).message}`);
   }
+}
+
+/**
+ * Whether the browser is loading a page (a link followed, a form posted, an address typed), not a
+ * script calling the API: `Sec-Fetch-Mode: navigate`, or, from a browser that does not send it, an
+ * `Accept` that asks for HTML.
+ */
+function isNavigation(req: IncomingMessage): boolean {
+  const mode = req.headers['sec-fetch-mode'];
+  if (mode !== undefined) return mode === 'navigate';
+  return /\btext\/html\b/i.test(req.headers.accept ?? '');
+}
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => HTML_ESCAPES[char] as string);
+}
+
+/**
+ * The 403 of a refused navigation, as a page: open the dashboard's address directly. Its text is
+ * the dashboard's own (its address from its port, the refusal's reason), never the request's.
+ */
+function refusedPage(res: ServerResponse, port: number, reason: string): void {
+  const address = `http://127.0.0.1:${port}/`;
+  const page = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Open the pixhook dashboard directly</title></head>
+<body>
+<h1>Open the pixhook dashboard directly</h1>
+<p>The dashboard holds a signing secret and sends signed deliveries, so it answers only its own page: a link, a form or a redirect from another page or site is refused.</p>
+<p>Open <code>${escapeHtml(address)}</code> yourself: type or paste it into the address bar.</p>
+<p><small>Why: ${escapeHtml(reason)}</small></p>
+</body>
+</html>
+`;
+  res.writeHead(403, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8' }).end(page);
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import type { Snapshot } from '../protocol.js';
 import { DeliveryLog, type Reveal } from './delivery-log.js';
 import { Endpoint } from './endpoint.js';
 import { Inspector } from './inspector.js';
@@ -15,11 +16,19 @@ const CONNECTION: Record<Connection, string> = {
   reconnecting: 'disconnected, reconnecting…',
 };
 
+/** Why the page cannot send now: the endpoint is auto-disabled (the API would refuse with a 409). */
+function cannotSendReason(snapshot: Snapshot | undefined): string | undefined {
+  return snapshot?.endpoint.state === 'auto-disabled'
+    ? 'Not sent while the endpoint is auto-disabled: enable it again first (the service delivers nothing to it until then).'
+    : undefined;
+}
+
 export function App() {
   const dashboard = useDashboard();
   const { snapshot } = dashboard;
   const [tab, setTab] = useState<TabKey>('deliveries');
   const [reveal, setReveal] = useState<Reveal>();
+  const cannotSend = cannotSendReason(snapshot);
 
   const showAttempt = (attemptId: string) => {
     setTab('deliveries');
@@ -59,15 +68,28 @@ export function App() {
               panel: (
                 <>
                   <Endpoint endpoint={snapshot.endpoint} dashboard={dashboard} />
-                  <TestEvents snapshot={snapshot} dashboard={dashboard} />
-                  <DeliveryLog attempts={snapshot.attempts} dashboard={dashboard} reveal={reveal} />
+                  <TestEvents snapshot={snapshot} dashboard={dashboard} cannotSend={cannotSend} />
+                  <DeliveryLog
+                    attempts={snapshot.attempts}
+                    dashboard={dashboard}
+                    reveal={reveal}
+                    replayUrl={snapshot.endpoint.url}
+                    cannotSend={cannotSend}
+                  />
                 </>
               ),
             },
             {
               key: 'schedule',
               label: 'Retry schedule',
-              panel: <Schedule snapshot={snapshot} dashboard={dashboard} onShowAttempt={showAttempt} />,
+              panel: (
+                <Schedule
+                  snapshot={snapshot}
+                  dashboard={dashboard}
+                  onShowAttempt={showAttempt}
+                  cannotSend={cannotSend}
+                />
+              ),
             },
             {
               key: 'inspector',

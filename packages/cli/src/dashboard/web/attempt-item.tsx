@@ -1,3 +1,4 @@
+import { memo } from 'preact/compat';
 import { useState } from 'preact/hooks';
 import type { AttemptEntry, ReplayRequest } from '../protocol.js';
 import { attemptResult, originLabel, statusAttribute, statusText } from './attempt-text.js';
@@ -8,7 +9,13 @@ import type { Dashboard } from './use-dashboard.js';
 
 interface Props {
   attempt: AttemptEntry;
-  dashboard: Dashboard;
+  /** `dashboard.act` and `dashboard.announce`: stable, so an unchanged entry is not rendered again. */
+  act: Dashboard['act'];
+  announce: Dashboard['announce'];
+  /** Where a replay goes: the endpoint's URL now, which may differ from the one the attempt went to. */
+  replayUrl: string | undefined;
+  /** Why replays cannot be sent now (the endpoint is auto-disabled), or undefined. */
+  cannotSend: string | undefined;
 }
 
 const REPLAYED: Record<ReplayRequest['mode'], string> = {
@@ -17,21 +24,25 @@ const REPLAYED: Record<ReplayRequest['mode'], string> = {
   edited: 'Edited, re-signed and sent',
 };
 
-/** One delivery log entry: its summary, the exchange when expanded, and its replays. */
-export function AttemptItem({ attempt, dashboard }: Props) {
+/**
+ * One delivery log entry: its summary, the exchange when expanded (laid out only then), and its
+ * replays. Memoised: a log update renders only the entries that changed.
+ */
+export const AttemptItem = memo(function AttemptItem({ attempt, act, announce, replayUrl, cannotSend }: Props) {
   const [editing, setEditing] = useState(false);
   const [busy, setBusy] = useState(false);
+  const [open, setOpen] = useState(false);
 
   const replay = async (mode: ReplayRequest['mode'], body?: string) => {
     setBusy(true);
     const request: ReplayRequest =
       body === undefined ? { attemptId: attempt.id, mode } : { attemptId: attempt.id, mode, body };
-    const outcome = await dashboard.act('/api/replay', request);
+    const outcome = await act('/api/replay', request);
     setBusy(false);
     if (!outcome.ok) return;
     setEditing(false);
     const results = (outcome.result.attempts ?? []).map(attemptResult).join(', ');
-    dashboard.announce(`${REPLAYED[mode]} ${attempt.eventType}${results ? `: ${results}` : ''}`);
+    announce(`${REPLAYED[mode]} ${attempt.eventType}${results ? `: ${results}` : ''}`);
   };
 
   return (
@@ -46,44 +57,58 @@ export function AttemptItem({ attempt, dashboard }: Props) {
       data-duplicate={attempt.duplicate ? 'true' : undefined}
       aria-busy={busy}
     >
-      <details>
+      <details onToggle={(event) => setOpen(event.currentTarget.open)}>
         <summary>
           <AttemptSummary attempt={attempt} />
         </summary>
-        <div class="exchange">
-          <HttpMessage
-            title="Request"
-            start={`POST ${attempt.request.url}`}
-            headers={attempt.request.headers}
-            body={attempt.request.body}
-          />
-          {attempt.answer ? (
+        {open && (
+          <div class="exchange">
             <HttpMessage
-              title="Answer"
-              start={`${attempt.answer.status} after ${Math.round(attempt.ms)} ms`}
-              headers={attempt.answer.headers}
-              body={attempt.answer.body}
+              title="Request"
+              start={`POST ${attempt.request.url}`}
+              headers={attempt.request.headers}
+              body={attempt.request.body}
             />
-          ) : (
-            <section class="http-message">
-              <h4>Answer</h4>
-              <p class="mono start">{statusText(attempt)}</p>
-            </section>
-          )}
-        </div>
+            {attempt.answer ? (
+              <HttpMessage
+                title="Answer"
+                start={`${attempt.answer.status} after ${Math.round(attempt.ms)} ms`}
+                headers={attempt.answer.headers}
+                body={attempt.answer.body}
+                truncated={attempt.answer.truncated}
+                moreBytes={attempt.answer.moreBytes}
+              />
+            ) : (
+              <section class="http-message">
+                <h4>Answer</h4>
+                <p class="mono start">{statusText(attempt)}</p>
+              </section>
+            )}
+          </div>
+        )}
       </details>
       <div class="actions entry-actions">
-        <button type="button" disabled={busy} onClick={() => replay('as-is')}>
+        <button type="button" disabled={busy || cannotSend !== undefined} onClick={() => replay('as-is')}>
           Replay as is
         </button>
-        <button type="button" disabled={busy} onClick={() => replay('re-signed')}>
+        <button type="button" disabled={busy || cannotSend !== undefined} onClick={() => replay('re-signed')}>
           Re-sign and send
         </button>
-        <button type="button" disabled={busy} aria-expanded={editing} onClick={() => setEditing(!editing)}>
+        <button
+          type="button"
+          disabled={busy || cannotSend !== undefined}
+          aria-expanded={editing}
+          onClick={() => setEditing(!editing)}
+        >
           Edit and re-sign
         </button>
+        <span class="muted replay-target" data-testid="replay-target">
+          {cannotSend ??
+            (replayUrl === undefined ? 'Replays need a receiver URL' : `Replays go to ${replayUrl}`) +
+              (replayUrl !== undefined && replayUrl !== attempt.request.url ? ' (the endpoint’s URL now)' : '')}
+        </span>
       </div>
-      {editing && (
+      {editing && cannotSend === undefined && (
         <EditReplay
           body={attempt.request.body}
           busy={busy}
@@ -93,7 +118,7 @@ export function AttemptItem({ attempt, dashboard }: Props) {
       )}
     </li>
   );
-}
+});
 
 function AttemptSummary({ attempt }: { attempt: AttemptEntry }) {
   return (

@@ -13,10 +13,14 @@ interface Props {
   attempts: AttemptEntry[];
   dashboard: Dashboard;
   reveal?: Reveal | undefined;
+  /** The endpoint's URL now: where replays go. */
+  replayUrl: string | undefined;
+  /** Why nothing can be sent now, or undefined. */
+  cannotSend: string | undefined;
 }
 
 /** Every attempt the dashboard made, newest first. */
-export function DeliveryLog({ attempts, dashboard, reveal }: Props) {
+export function DeliveryLog({ attempts, dashboard, reveal, replayUrl, cannotSend }: Props) {
   const id = useId();
 
   useEffect(() => {
@@ -40,7 +44,14 @@ export function DeliveryLog({ attempts, dashboard, reveal }: Props) {
             .slice()
             .reverse()
             .map((attempt) => (
-              <AttemptItem key={attempt.id} attempt={attempt} dashboard={dashboard} />
+              <AttemptItem
+                key={attempt.id}
+                attempt={attempt}
+                act={dashboard.act}
+                announce={dashboard.announce}
+                replayUrl={replayUrl}
+                cannotSend={cannotSend}
+              />
             ))}
         </ol>
       )}

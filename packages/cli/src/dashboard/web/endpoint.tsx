@@ -29,13 +29,6 @@ export function Endpoint({ endpoint, dashboard }: Props) {
     dashboard.announce(secret ? 'Endpoint and secret saved' : 'Endpoint saved');
   };
 
-  const enable = async () => {
-    setBusy(true);
-    const outcome = await dashboard.act('/api/endpoint/enable', {});
-    setBusy(false);
-    if (outcome.ok) dashboard.announce('Endpoint enabled again');
-  };
-
   return (
     <section class="card" aria-labelledby={`${id}-heading`}>
       <h2 id={`${id}-heading`}>Endpoint</h2>
@@ -87,12 +80,27 @@ export function Endpoint({ endpoint, dashboard }: Props) {
           The service auto-disables an endpoint when the last retry of a delivery fails; it delivers nothing until
           enabled again.
         </p>
-        {disabled && (
-          <button type="button" onClick={enable} disabled={busy}>
-            Enable endpoint again
-          </button>
-        )}
+        {disabled && <EnableEndpoint dashboard={dashboard} />}
       </div>
     </section>
+  );
+}
+
+/**
+ * The button that enables an auto-disabled endpoint again: under Endpoint, and where a retry
+ * schedule's outcome is announced.
+ */
+export function EnableEndpoint({ dashboard }: { dashboard: Dashboard }) {
+  const [busy, setBusy] = useState(false);
+  const enable = async () => {
+    setBusy(true);
+    const outcome = await dashboard.act('/api/endpoint/enable', {});
+    setBusy(false);
+    if (outcome.ok) dashboard.announce('Endpoint enabled again');
+  };
+  return (
+    <button type="button" onClick={enable} disabled={busy}>
+      Enable endpoint again
+    </button>
   );
 }

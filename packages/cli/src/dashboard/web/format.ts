@@ -28,6 +28,29 @@ export function prettyBody(body: string): string {
   }
 }
 
+/** The formatted copies made so far, newest last: a few, since each may be a large string. */
+const PRETTY_CACHE = new Map<string, string>();
+const PRETTY_CACHE_SIZE = 16;
+
+/**
+ * `prettyBody`, made once per body: a later render (every log update re-renders the page) finds the
+ * copy made before instead of parsing and formatting the body again.
+ */
+export function prettyBodyCached(body: string): string {
+  let pretty = PRETTY_CACHE.get(body);
+  if (pretty === undefined) {
+    pretty = prettyBody(body);
+    if (PRETTY_CACHE.size >= PRETTY_CACHE_SIZE) PRETTY_CACHE.delete(PRETTY_CACHE.keys().next().value as string);
+    PRETTY_CACHE.set(body, pretty);
+  }
+  return pretty;
+}
+
+/** Whether a body may be JSON (an object or an array), judged by its first character, without parsing it. */
+export function looksLikeJson(body: string): boolean {
+  return /^\s*[[{]/.test(body.slice(0, 64));
+}
+
 /** Headers as `name: value` lines, in the order they came. */
 export function formatHeaders(headers: Record<string, string>): string {
   return Object.entries(headers)

@@ -1,3 +1,4 @@
+import { memo } from 'preact/compat';
 import { useId, useState } from 'preact/hooks';
 import type { DiagnosisView, InspectedDelivery } from '../protocol.js';
 import { formatTime } from './format.js';
@@ -70,8 +71,10 @@ export function Inspector({ inspectorUrl, inspected, dashboard }: Props) {
   );
 }
 
-function InspectedItem({ delivery }: { delivery: InspectedDelivery }) {
+/** One inspected delivery; its exchange is laid out only while expanded, and only when it changed. */
+const InspectedItem = memo(function InspectedItem({ delivery }: { delivery: InspectedDelivery }) {
   const ok = delivery.verdict !== 'rejected';
+  const [open, setOpen] = useState(false);
   return (
     <li
       class={`attempt ${ok ? 'is-ok' : 'is-failed'}`}
@@ -80,7 +83,7 @@ function InspectedItem({ delivery }: { delivery: InspectedDelivery }) {
       data-verdict={delivery.verdict}
       data-code={delivery.code}
     >
-      <details>
+      <details onToggle={(event) => setOpen(event.currentTarget.open)}>
         <summary>
           <span class="line">
             <span class="mark" aria-hidden="true">
@@ -107,25 +110,27 @@ function InspectedItem({ delivery }: { delivery: InspectedDelivery }) {
           )}
           {delivery.message && <span class="note-line">{delivery.message}</span>}
         </summary>
-        {delivery.diagnosis && <Diagnosis diagnosis={delivery.diagnosis} />}
-        <div class="exchange">
-          <HttpMessage
-            title={`Request (${delivery.bodyBytes} bytes)`}
-            start={`${delivery.method} ${delivery.path}`}
-            headers={delivery.headers}
-            body={delivery.body}
-          />
-          <HttpMessage
-            title="Answer"
-            start={String(delivery.answer.status)}
-            headers={delivery.answer.headers}
-            body={delivery.answer.body}
-          />
-        </div>
+        {open && delivery.diagnosis && <Diagnosis diagnosis={delivery.diagnosis} />}
+        {open && (
+          <div class="exchange">
+            <HttpMessage
+              title={`Request (${delivery.bodyBytes} bytes)`}
+              start={`${delivery.method} ${delivery.path}`}
+              headers={delivery.headers}
+              body={delivery.body}
+            />
+            <HttpMessage
+              title="Answer"
+              start={String(delivery.answer.status)}
+              headers={delivery.answer.headers}
+              body={delivery.answer.body}
+            />
+          </div>
+        )}
       </details>
     </li>
   );
-}
+});
 
 function timestampText(timestamp: NonNullable<DiagnosisView['timestamp']>): string {
   const { ageSeconds, tolerance } = timestamp;

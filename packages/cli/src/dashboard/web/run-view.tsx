@@ -1,3 +1,4 @@
+import { RETRY_DELAYS_SECONDS } from '../../schedule.js';
 import type { ScheduleRun, ScheduleStep } from '../protocol.js';
 import { formatMs, formatSeconds } from './format.js';
 
@@ -30,8 +31,15 @@ function outcome(run: ScheduleRun): string {
       const delivered = run.steps.find((step) => step.state === 'ok');
       return `delivered at attempt ${delivered?.attempt ?? '?'}`;
     }
-    case 'auto-disabled':
-      return `auto-disabled after ${failed} failed attempts: the service disables the endpoint and emails the owner`;
+    case 'auto-disabled': {
+      // In the spec's words (part 3): after "6 failed delivery attempts", "after the last retry delay
+      // has elapsed and the attempt has failed". Its six delays make that the first attempt and six retries.
+      const retries = failed - 1;
+      const spec = retries === RETRY_DELAYS_SECONDS.length ? `, the spec's "${retries} failed delivery attempts"` : '';
+      return `auto-disabled: the attempt after the last retry delay failed too (the first attempt and ${retries} ${
+        retries === 1 ? 'retry' : 'retries'
+      } failed${spec}). The service disables the endpoint and emails the account owner.`;
+    }
     case 'stopped':
       return `stopped after ${failed} failed attempts`;
   }

@@ -1,6 +1,7 @@
 import { Fragment } from 'preact';
 import { useId, useState } from 'preact/hooks';
 import type { Snapshot } from '../protocol.js';
+import { EnableEndpoint } from './endpoint.js';
 import { formatSeconds } from './format.js';
 import { RunView } from './run-view.js';
 import type { Dashboard } from './use-dashboard.js';
@@ -9,10 +10,12 @@ interface Props {
   snapshot: Snapshot;
   dashboard: Dashboard;
   onShowAttempt(attemptId: string): void;
+  /** Why nothing can be sent now (the endpoint is auto-disabled), or undefined. */
+  cannotSend: string | undefined;
 }
 
 /** Plays the service's retry schedule against the receiver, sped up, and shows each run. */
-export function Schedule({ snapshot, dashboard, onShowAttempt }: Props) {
+export function Schedule({ snapshot, dashboard, onShowAttempt, cannotSend }: Props) {
   const id = useId();
   const { defaults, eventTypes } = snapshot;
   const [type, setType] = useState(eventTypes[0] ?? '');
@@ -102,10 +105,16 @@ export function Schedule({ snapshot, dashboard, onShowAttempt }: Props) {
               onInput={(event) => setDeadline(event.currentTarget.value)}
             />
           </div>
-          <button type="submit" class="primary" disabled={busy || running}>
+          <button type="submit" class="primary" disabled={busy || running || cannotSend !== undefined}>
             Play retry schedule
           </button>
         </form>
+        {cannotSend && (
+          <div class="endpoint-status is-disabled" data-testid="cannot-send">
+            <p class="note warn-note">{cannotSend}</p>
+            <EnableEndpoint dashboard={dashboard} />
+          </div>
+        )}
       </section>
       <section class="card" aria-labelledby={`${id}-runs`}>
         <h2 id={`${id}-runs`}>Runs</h2>

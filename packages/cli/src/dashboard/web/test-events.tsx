@@ -7,10 +7,12 @@ import type { Dashboard } from './use-dashboard.js';
 interface Props {
   snapshot: Snapshot;
   dashboard: Dashboard;
+  /** Why nothing can be sent now (the endpoint is auto-disabled), or undefined. */
+  cannotSend: string | undefined;
 }
 
 /** One test event per type, sent as the service's test-event button does (no retries). */
-export function TestEvents({ snapshot, dashboard }: Props) {
+export function TestEvents({ snapshot, dashboard, cannotSend }: Props) {
   const id = useId();
   const [staleBy, setStaleBy] = useState(String(snapshot.defaults.staleAgeSeconds));
   const ageSeconds = Number(staleBy) || snapshot.defaults.staleAgeSeconds;
@@ -28,6 +30,11 @@ export function TestEvents({ snapshot, dashboard }: Props) {
           onInput={(event) => setStaleBy(event.currentTarget.value)}
         />
       </div>
+      {cannotSend && (
+        <p class="note warn-note" data-testid="cannot-send">
+          {cannotSend}
+        </p>
+      )}
       <div class="test-events">
         {snapshot.eventTypes.map((type) => (
           <TestEvent
@@ -36,6 +43,7 @@ export function TestEvents({ snapshot, dashboard }: Props) {
             sample={snapshot.samples[type] ?? {}}
             ageSeconds={ageSeconds}
             dashboard={dashboard}
+            blocked={cannotSend !== undefined}
           />
         ))}
       </div>
@@ -52,6 +60,8 @@ interface TestEventProps {
   sample: Record<string, unknown>;
   ageSeconds: number;
   dashboard: Dashboard;
+  /** The endpoint is auto-disabled: the send buttons are disabled. */
+  blocked: boolean;
 }
 
 function sentMessage(type: string, attempts: AttemptEntry[] | undefined): string {
@@ -59,7 +69,7 @@ function sentMessage(type: string, attempts: AttemptEntry[] | undefined): string
   return results.length ? `Sent ${type}: ${results.join(', ')}` : `Sent ${type}`;
 }
 
-function TestEvent({ type, sample, ageSeconds, dashboard }: TestEventProps) {
+function TestEvent({ type, sample, ageSeconds, dashboard, blocked }: TestEventProps) {
   const sampleText = JSON.stringify(sample, null, 2);
   const object = useJsonObjectText(sampleText, 'data.object');
   const [busy, setBusy] = useState(false);
@@ -75,7 +85,7 @@ function TestEvent({ type, sample, ageSeconds, dashboard }: TestEventProps) {
     if (outcome.ok) dashboard.announce(sentMessage(type, outcome.result.attempts));
   };
 
-  const cannotSend = busy || check.error !== undefined;
+  const cannotSend = busy || blocked || check.error !== undefined;
   return (
     <article class="test-event" data-testid="test-event" data-type={type} aria-busy={busy}>
       <h3 class="mono">{type}</h3>
