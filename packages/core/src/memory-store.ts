@@ -15,8 +15,9 @@ export interface MemoryStoreOptions {
    */
   completedTtlMs?: number;
   /**
-   * How long a claim holds while handlers run, in ms; then the event may be claimed again. Core
-   * renews the claim of a handler still running past `handlerTimeoutMs`, so it holds until the run ends.
+   * How long a claim holds unless renewed, in ms; then the event may be claimed again. Core renews
+   * it every third of this from the start of each run, so it holds until the run ends (or
+   * `maxClaimMs` passes): only a run whose process died lets it lapse.
    * @default 600_000 (10 minutes)
    */
   inFlightTtlMs?: number;

@@ -61,10 +61,11 @@ export interface WebhooksOptions<TTransaction = unknown> {
   /**
    * Milliseconds the handlers of a delivery may run before pixhook answers 503 `HANDLER_TIMEOUT`
    * (the service gives up after 10 s and retries). The handlers keep running; their claim is kept
-   * (and renewed where the store can) until they end, so a retry meanwhile answers 409 and the event
-   * never runs twice at once; `onError` is told of the timeout and of how the run ended. `false`
-   * turns the deadline off. In queued mode it bounds the write to the queue instead (with the queue's
-   * own `enqueueTimeoutMs`, if shorter): past it pixhook answers 503 `QUEUE_UNAVAILABLE`.
+   * (and renewed where the store can) until they end, at most `maxClaimMs`, so a retry meanwhile
+   * answers 409 and the event never runs twice at once; `onError` is told of the timeout and of how
+   * the run ended. `false` turns this deadline off (`deliveryTimeoutMs` still answers). In queued
+   * mode it bounds the write to the queue instead (with the queue's own `enqueueTimeoutMs`, if
+   * shorter): past it pixhook answers 503 `QUEUE_UNAVAILABLE`.
    * @default 8_000
    */
   handlerTimeoutMs?: number | false;

@@ -30,8 +30,9 @@ export interface IdempotencyStore {
   release(eventId: string, token: string): Promise<void>;
   /**
    * Optional. Renews `token`'s claim for another in-flight period; resolves `false` when the claim is
-   * no longer `token`'s. Core calls it for handlers that run past `handlerTimeoutMs`, every third of
-   * `inFlightTtlMs`, so a slow handler keeps its claim until it really ends.
+   * no longer `token`'s. Core calls it every third of `inFlightTtlMs` from the start of each run
+   * whose handlers went asynchronous, so a slow handler keeps its claim until it really ends (or
+   * `maxClaimMs` passes).
    */
   extend?(eventId: string, token: string): Promise<boolean>;
   /** Optional. How long a claim holds, in ms; paces `extend`. */

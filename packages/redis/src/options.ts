@@ -10,10 +10,11 @@ export interface RedisStoreOptions {
    */
   prefix?: string;
   /**
-   * How long a claim holds while handlers run, in ms. An instance that dies mid-handler blocks its
-   * event for this long (retries meanwhile answer 409), after which the next retry processes it. Keep
-   * it well above your slowest handler: a claim that expires while its handler still runs lets a
-   * retry run the event a second time.
+   * How long a claim holds unless renewed, in ms. Core renews it every third of this while the
+   * handlers run, from the start of the run, so it need not exceed your slowest handler; an instance
+   * that dies mid-handler blocks its event for this long (retries meanwhile answer 409), after which
+   * the next retry processes it. A claim lapses under a running handler only if Redis is away for
+   * longer than two thirds of it.
    * @default 600_000 (10 minutes, DEFAULT_IN_FLIGHT_TTL_MS)
    * @example new RedisStore(redis, { inFlightTtlMs: 60_000 })
    */
