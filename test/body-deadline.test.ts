@@ -12,6 +12,8 @@ import { NODE_SERVERS } from '@pixhook/test-helpers/servers';
 import { afterEach, describe, expect, it } from 'vitest';
 
 const DEADLINE_MS = 300;
+/** For the tests that tell "at once" from "at the deadline": room for a busy machine between them. */
+const LONG_DEADLINE_MS = 1_500;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -49,7 +51,7 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  async function server(options: { maxBodyBytes?: number } = {}) {
+  async function server(options: { maxBodyBytes?: number; bodyTimeoutMs?: number } = {}) {
     const webhooks = new Webhooks({ secret: SECRET, bodyTimeoutMs: DEADLINE_MS, ...options });
     const runs: string[] = [];
     webhooks.onAny((event) => void runs.push(event.id));
@@ -72,20 +74,23 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
       () => clearInterval(trickle),
       () => void socket.destroy(),
     );
-    await closedWithin(3_000);
+    await closedWithin(10_000);
 
     expect(state.text).toMatch(/^HTTP\/1\.1 408 /);
     expect(state.text.toLowerCase()).toContain('connection: close');
     expect(state.text).toContain('"code":"BODY_TIMEOUT"');
     expect(state.answeredAfter).toBeGreaterThanOrEqual(DEADLINE_MS - 20);
-    expect(state.answeredAfter).toBeLessThan(DEADLINE_MS + 700);
+    // At the deadline, not once the trickled body is whole (it would take 40 ms a byte); the margin
+    // is a busy machine's.
+    expect(state.answeredAfter).toBeLessThan(DEADLINE_MS + 3_000);
     // Closed right after the answer, long before Node's own requestTimeout (300 s).
-    expect(state.closedAfter).toBeLessThan(DEADLINE_MS + 1_200);
+    expect(state.closedAfter).toBeLessThan(DEADLINE_MS + 5_000);
     expect(runs).toEqual([]);
   });
 
   it('an endless chunked body: 413 at once, discarded after it only until the deadline, then closed', async () => {
-    const { port } = await server({ maxBodyBytes: 1024 });
+    // A deadline long enough that "at once" cannot be confused with it on a busy machine.
+    const { port } = await server({ maxBodyBytes: 1024, bodyTimeoutMs: LONG_DEADLINE_MS });
     const { socket, state, closedWithin } = connect(port);
     const d = delivery();
     socket.write(head({ ...d.headers, 'transfer-encoding': 'chunked' }));
@@ -97,16 +102,18 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
       () => clearInterval(trickle),
       () => void socket.destroy(),
     );
-    await closedWithin(3_000);
+    await closedWithin(10_000);
 
     expect(state.text).toMatch(/^HTTP\/1\.1 413 /);
     expect(state.text).toContain('"code":"PAYLOAD_TOO_LARGE"');
-    expect(state.answeredAfter).toBeLessThan(DEADLINE_MS);
-    expect(state.closedAfter).toBeLessThan(DEADLINE_MS + 1_200);
+    expect(state.answeredAfter).toBeLessThan(LONG_DEADLINE_MS);
+    // The trickle never ends: closing at all is the deadline's doing; the margin is a busy machine's.
+    expect(state.closedAfter).toBeGreaterThanOrEqual(LONG_DEADLINE_MS - 20);
+    expect(state.closedAfter).toBeLessThan(LONG_DEADLINE_MS + 5_000);
   });
 
   it('a body refused by its Content-Length: 413 at once with connection: close, and a trickled rest is not read', async () => {
-    const { port } = await server({ maxBodyBytes: 1024 });
+    const { port } = await server({ maxBodyBytes: 1024, bodyTimeoutMs: LONG_DEADLINE_MS });
     const { socket, state, closedWithin } = connect(port);
     const d = delivery();
     socket.write(head({ ...d.headers, 'content-length': 1_000_000 }));
@@ -117,12 +124,13 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
       () => clearInterval(trickle),
       () => void socket.destroy(),
     );
-    await closedWithin(3_000);
+    await closedWithin(10_000);
 
     expect(state.text).toMatch(/^HTTP\/1\.1 413 /);
     expect(state.text.toLowerCase()).toContain('connection: close');
-    expect(state.answeredAfter).toBeLessThan(DEADLINE_MS);
-    expect(state.closedAfter).toBeLessThan(DEADLINE_MS + 1_200);
+    // At once: before the body deadline, which the refused body's connection does not wait for.
+    expect(state.answeredAfter).toBeLessThan(LONG_DEADLINE_MS);
+    expect(state.closedAfter).toBeLessThan(LONG_DEADLINE_MS);
   });
 
   it('one budget per delivery: a slow body plus a hung handler is answered when deliveryTimeoutMs ends', async () => {
@@ -151,7 +159,8 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
     expect(state.text).toMatch(/^HTTP\/1\.1 503 /);
     expect(state.text).toContain('"code":"HANDLER_TIMEOUT"');
     expect(state.answeredAfter).toBeGreaterThanOrEqual(budget - 30);
-    expect(state.answeredAfter).toBeLessThan(budget + 800);
+    // Not 600 ms + handlerTimeoutMs (3.6 s): the margin is a busy machine's.
+    expect(state.answeredAfter).toBeLessThan(budget + 2_000);
   });
 
   it('a body that arrived in time leaves its keep-alive connection open past the deadline', async () => {
@@ -162,7 +171,7 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
     const send = async (count: number) => {
       const d = delivery();
       socket.write(head({ ...d.headers, 'content-length': Buffer.byteLength(d.body) }) + d.body);
-      for (let waited = 0; answers() < count && waited < 2_000; waited += 10) await sleep(10);
+      for (let waited = 0; answers() < count && waited < 10_000; waited += 10) await sleep(10);
     };
     await send(1);
     await sleep(DEADLINE_MS * 2);

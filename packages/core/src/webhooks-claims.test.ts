@@ -33,9 +33,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('claim renewal from the start of the run', () => {
   it('a claim TTL far below handlerTimeoutMs: a retry while the handler runs still answers 409, and the run completes', async () => {
-    // inFlightTtlMs (60 ms) < 1.5 × handlerTimeoutMs (5 s): before, nothing renewed the claim
+    // inFlightTtlMs (600 ms) < 1.5 × handlerTimeoutMs (5 s): before, nothing renewed the claim
     // until the handler deadline, so it expired and a retry ran the event beside the first run.
-    const store = new MemoryStore({ inFlightTtlMs: 60 });
+    // (Renewed every 200 ms: a busy machine's late timers stay well inside the TTL.)
+    const store = new MemoryStore({ inFlightTtlMs: 600 });
     const { webhooks, errors } = setup({ store, handlerTimeoutMs: 5_000 });
     const gate = deferred();
     let runs = 0;
@@ -53,7 +54,7 @@ describe('claim renewal from the start of the run', () => {
     const delivery = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
     const first = webhooks.handle(delivery);
     await vi.waitFor(() => expect(runs).toBe(1), { timeout: 5_000 });
-    await sleep(250); // four claim TTLs
+    await sleep(2_500); // four claim TTLs
     const retry = await webhooks.handle(delivery);
     expect(retry.status).toBe(409);
     expect(runs).toBe(1);
@@ -66,7 +67,7 @@ describe('claim renewal from the start of the run', () => {
   });
 
   it('with handlerTimeoutMs: false the claim is renewed too', async () => {
-    const store = new MemoryStore({ inFlightTtlMs: 60 });
+    const store = new MemoryStore({ inFlightTtlMs: 600 });
     const { webhooks } = setup({ store, handlerTimeoutMs: false, deliveryTimeoutMs: false });
     const gate = deferred();
     let runs = 0;
@@ -77,7 +78,7 @@ describe('claim renewal from the start of the run', () => {
     const delivery = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
     const first = webhooks.handle(delivery);
     await vi.waitFor(() => expect(runs).toBe(1), { timeout: 5_000 });
-    await sleep(250);
+    await sleep(2_500);
     expect((await webhooks.handle(delivery)).status).toBe(409);
     gate.resolve();
     expect((await first).status).toBe(200);
@@ -114,7 +115,8 @@ describe('claim renewal from the start of the run', () => {
 
 describe('a run that never settles: maxClaimMs', () => {
   it('releases the claim after maxClaimMs, tells onError CLAIM_RELEASED, and the next retry runs the event', async () => {
-    const { webhooks, errors } = setup({ handlerTimeoutMs: 30, maxClaimMs: 300 });
+    // maxClaimMs leaves a busy machine time for the second delivery before the bound.
+    const { webhooks, errors } = setup({ handlerTimeoutMs: 30, maxClaimMs: 2_000 });
     let runs = 0;
     const never = new Promise<void>(() => {});
     webhooks.on('image.created', () => {
@@ -127,9 +129,9 @@ describe('a run that never settles: maxClaimMs', () => {
     expect(code(first.body)).toBe('HANDLER_TIMEOUT');
     // Before the bound: the claim holds.
     expect((await webhooks.handle(delivery)).status).toBe(409);
-    await vi.waitFor(() => expect(errors.map((e) => e.code)).toContain('CLAIM_RELEASED'), { timeout: 5_000 });
+    await vi.waitFor(() => expect(errors.map((e) => e.code)).toContain('CLAIM_RELEASED'), { timeout: 10_000 });
     const released = errors.find((e) => e.code === 'CLAIM_RELEASED');
-    expect(released?.message).toMatch(/maxClaimMs \(300 ms\)/);
+    expect(released?.message).toMatch(/maxClaimMs \(2000 ms\)/);
     expect(released?.message).toMatch(/may still be running/);
     const retry = await webhooks.handle(delivery);
     expect(retry.status).toBe(200);
@@ -175,7 +177,8 @@ describe('a run that never settles: maxClaimMs', () => {
 
 describe('one time budget per delivery: deliveryTimeoutMs', () => {
   it('a slow body plus a hung handler is answered when the budget ends, not body time + handlerTimeoutMs', async () => {
-    const { webhooks, errors } = setup({ bodyTimeoutMs: 2_000, handlerTimeoutMs: 2_000, deliveryTimeoutMs: 600 });
+    // Without the budget: 400 ms of body + handlerTimeoutMs (8 s).
+    const { webhooks, errors } = setup({ bodyTimeoutMs: 8_000, handlerTimeoutMs: 8_000, deliveryTimeoutMs: 600 });
     webhooks.on('image.created', () => new Promise<void>(() => {}));
     const delivery = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
     const started = performance.now();
@@ -191,7 +194,8 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     expect(code(answer.body)).toBe('HANDLER_TIMEOUT');
     expect(errors[0]?.message).toMatch(/deliveryTimeoutMs \(600 ms\)/);
     expect(took).toBeGreaterThanOrEqual(580);
-    expect(took).toBeLessThan(1_500);
+    // Far below 8.4 s; the margin is a busy machine's.
+    expect(took).toBeLessThan(5_000);
   });
 
   it('the body deadline is the budget when the budget is shorter', async () => {
@@ -221,7 +225,8 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     const started = performance.now();
     const answer = await webhooks.handle(createSignedRequest(createTestEvent('image.created'), { secret: SECRET }));
     expect(answer.status).toBe(200);
-    expect(performance.now() - started).toBeLessThan(1_500);
+    // The completion never ends before the answer: any answer proves it; the margin is a busy machine's.
+    expect(performance.now() - started).toBeLessThan(5_000);
     gate.resolve();
   });
 

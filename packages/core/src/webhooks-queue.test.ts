@@ -118,7 +118,9 @@ describe('queued mode: the request', () => {
     const event = createTestEvent('image.created');
     const started = performance.now();
     const answer = await post(webhooks, event);
-    expect(performance.now() - started).toBeLessThan(2_000);
+    // The queue never confirms: any answer proves the deadline (the message says which); the margin
+    // is a busy machine's.
+    expect(performance.now() - started).toBeLessThan(5_000);
     expect(answer.status).toBe(503);
     expect(errors).toEqual([expect.stringMatching(/^QUEUE_UNAVAILABLE: .*handlerTimeoutMs \(50 ms\)/)]);
     queue.hang = false;
@@ -137,7 +139,8 @@ describe("queued mode: the queue's own write deadline", () => {
     webhooks.onError((error) => void errors.push(error.message));
     const started = performance.now();
     expect((await post(webhooks)).status).toBe(503);
-    expect(performance.now() - started).toBeLessThan(2_000);
+    // Before handlerTimeoutMs (5 s), with a busy machine's margin; the message says which deadline.
+    expect(performance.now() - started).toBeLessThan(4_000);
     expect(errors).toEqual([expect.stringContaining("the queue's enqueueTimeoutMs (40 ms)")]);
   });
 

@@ -152,7 +152,9 @@ describeWithPostgres('PostgresStore when Postgres is away', () => {
     } finally {
       server.resume();
     }
-    expect(Date.now() - started).toBeLessThan(2_000);
+    // timeoutMs is 300 ms: a frozen Postgres would otherwise hold the answer for ever. The margin is
+    // a busy machine's, inside the service's 10 s.
+    expect(Date.now() - started).toBeLessThan(5_000);
     expect(answer.status).toBe(503);
     expect(JSON.parse(answer.body).error.code).toBe('STORE_UNAVAILABLE');
     expect(runs).toBe(0);
@@ -166,7 +168,8 @@ describeWithPostgres('PostgresStore when Postgres is away', () => {
     const pool = testPool(server.url);
     const table = uniqueTable();
     await migrate(pool, { table });
-    const webhooks = new Webhooks({ secret: SECRET, store: new PostgresStore(pool, { table }) });
+    // A long timeoutMs: "at once" is well before it, whatever the machine's load.
+    const webhooks = new Webhooks({ secret: SECRET, store: new PostgresStore(pool, { table, timeoutMs: 9_000 }) });
     webhooks.onError(() => {});
     let runs = 0;
     webhooks.onAny(() => {
@@ -178,7 +181,7 @@ describeWithPostgres('PostgresStore when Postgres is away', () => {
       const started = Date.now();
       const answer = await webhooks.handle(delivery);
       expect(answer.status).toBe(503);
-      expect(Date.now() - started).toBeLessThan(2_500);
+      expect(Date.now() - started).toBeLessThan(4_000);
     } finally {
       await server.start();
     }
