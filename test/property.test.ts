@@ -211,7 +211,8 @@ describe('property: valid deliveries', () => {
     fc.assert(
       fc.property(
         envelopeArb,
-        fc.array(secretArb, { minLength: 1, maxLength: 4 }),
+        // Up to the 3 secrets a Webhooks accepts.
+        fc.array(secretArb, { minLength: 1, maxLength: 3 }),
         fc.nat(),
         fc.integer({ min: -300, max: 300 }),
         fc.nat({ max: 3 }),
