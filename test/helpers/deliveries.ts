@@ -51,12 +51,17 @@ export function envelope(type: EventType | string, overrides: Record<string, unk
   return JSON.stringify({ ...createTestEvent(type), ...overrides });
 }
 
-/** Webhooks with the test secret that record each handler run with its `context.request`. */
+/**
+ * Webhooks with the test secret that record each handler run with its `context.request`, and the
+ * code of each error told to `onError` (so the failures tests cause on purpose are not logged).
+ */
 export function recordingWebhooks(options: Partial<WebhooksOptions> = {}) {
   const webhooks = new Webhooks({ secret: SECRET, ...options });
   const runs: { id: string; request: unknown }[] = [];
   webhooks.onAny((event, context) => void runs.push({ id: event.id, request: context.request }));
-  return { webhooks, runs };
+  const errors: string[] = [];
+  webhooks.onError((error) => void errors.push(error.code));
+  return { webhooks, runs, errors };
 }
 
 /** The `error.code` of a JSON error answer. */

@@ -172,8 +172,11 @@ describe('handler order', () => {
       order.push('b');
       if (fail) throw new Error('transient');
     });
+    const errors: string[] = [];
+    webhooks.onError((error) => void errors.push(error.code));
     const { body, headers } = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
     expect((await webhooks.handle({ headers, body })).status).toBe(500);
+    expect(errors).toEqual(['HANDLER_FAILED']);
     fail = false;
     expect((await webhooks.handle({ headers, body })).status).toBe(200);
     expect((await webhooks.handle({ headers, body })).status).toBe(200);

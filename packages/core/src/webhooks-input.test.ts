@@ -56,9 +56,12 @@ describe('verify() and handle() given what is not a raw body or headers', () => 
     'handle({ body: %s }) answers 500 RAW_BODY_UNAVAILABLE',
     async (_name, value) => {
       const webhooks = new Webhooks({ secret: SECRET });
+      const errors: string[] = [];
+      webhooks.onError((error) => void errors.push(error.code));
       const res = await webhooks.handle({ method: 'POST', headers, body: value as string });
       expect(res.status).toBe(500);
       expect(JSON.parse(res.body).error.code).toBe('RAW_BODY_UNAVAILABLE');
+      expect(errors).toEqual(['RAW_BODY_UNAVAILABLE']);
     },
   );
 
@@ -87,7 +90,11 @@ describe('verify() and handle() given what is not a raw body or headers', () => 
   });
 
   it('a Headers-like whose get() throws, and a clock that throws: 500 INTERNAL_ERROR, never a rejection', async () => {
+    const told: string[] = [];
+    const tell = (error: { code: string; cause?: unknown }) =>
+      void told.push(`${error.code}: ${(error.cause as Error).message}`);
     const webhooks = new Webhooks({ secret: SECRET });
+    webhooks.onError(tell);
     const broken = {
       get() {
         throw new Error('boom');
@@ -103,9 +110,11 @@ describe('verify() and handle() given what is not a raw body or headers', () => 
         throw new Error('clock broke');
       },
     });
+    clockless.onError(tell);
     const res2 = await clockless.handle({ method: 'POST', headers, body });
     expect(res2.status).toBe(500);
     expect(res2.body).not.toContain('clock broke');
+    expect(told).toEqual(['INTERNAL_ERROR: boom', 'INTERNAL_ERROR: clock broke']);
   });
 });
 

@@ -30,12 +30,13 @@ describe.each(VERSIONS)('$name', ({ express }) => {
   }
 
   it('express.json() mounted before, without a verify hook → 500 RAW_BODY_UNAVAILABLE that says how to mount', async () => {
-    const { webhooks, runs } = recordingWebhooks();
+    const { webhooks, runs, errors } = recordingWebhooks();
     const app = express();
     app.use(express.json());
     app.post('/webhooks', webhookMiddleware(webhooks));
     const client = await serve(app);
     const res = await client.send(delivery());
+    expect(errors).toEqual(['RAW_BODY_UNAVAILABLE']);
     expect(res.status).toBe(500);
     expect(errorCode(res.json)).toBe('RAW_BODY_UNAVAILABLE');
     const message = (res.json as { error: { message: string } }).error.message;
@@ -223,6 +224,8 @@ describe.each(VERSIONS)('$name', ({ express }) => {
     webhooks.on('image.created', () => {
       throw new Error('secret internals');
     });
+    const told: string[] = [];
+    webhooks.onError((error) => void told.push(`${error.code}: ${(error.cause as Error).message}`));
     const app = express();
     let appErrors = 0;
     app.post('/webhooks', webhookMiddleware(webhooks));
@@ -236,6 +239,7 @@ describe.each(VERSIONS)('$name', ({ express }) => {
     expect(errorCode(res.json)).toBe('HANDLER_FAILED');
     expect(res.text).not.toContain('secret internals');
     expect(appErrors).toBe(0);
+    expect(told).toEqual(['HANDLER_FAILED: secret internals']);
   });
 
   it('throws when built without a Webhooks instance, or with a bad path', () => {

@@ -14,6 +14,9 @@ function honoApp() {
   const webhooks = new Webhooks<Record<string, object>, Request>({ secret: SECRET, maxBodyBytes: 4096 });
   const seen: { id: string; context: HandlerContext<Request> }[] = [];
   webhooks.onAny((event, context) => void seen.push({ id: event.id, context }));
+  // Told here rather than logged: the failures these tests cause on purpose stay out of the output.
+  const errors: string[] = [];
+  webhooks.onError((error) => void errors.push(error.code));
   const handler = createFetchHandler(webhooks);
   const raws: Request[] = [];
 
@@ -33,7 +36,7 @@ function honoApp() {
     fromResponse(
       await app.request(path, { method: request.method ?? 'POST', headers: request.headers, body: request.body }),
     );
-  return { app, send, seen, raws };
+  return { app, send, seen, raws, errors };
 }
 
 const codeOf = (json: unknown) => (json as { error?: { code?: string } })?.error?.code;
@@ -85,9 +88,10 @@ describe('@pixhook/fetch in a Hono app', () => {
   });
 
   it('a route that parsed the body first → 500 RAW_BODY_UNAVAILABLE, handlers not run', async () => {
-    const { send, seen } = honoApp();
+    const { send, seen, errors } = honoApp();
     const res = await send('/parsed/webhooks', delivery());
     expect([res.status, codeOf(res.json)]).toEqual([500, 'RAW_BODY_UNAVAILABLE']);
     expect(seen).toHaveLength(0);
+    expect(errors).toEqual(['RAW_BODY_UNAVAILABLE']);
   });
 });

@@ -73,7 +73,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
   });
 
   it('a parser that consumed the stream without keeping rawBody → 500 RAW_BODY_UNAVAILABLE', async () => {
-    const { webhooks, runs } = recordingWebhooks();
+    const { webhooks, runs, errors } = recordingWebhooks();
     const app = new Koa();
     app.use(async (ctx, next) => {
       const chunks: Buffer[] = [];
@@ -88,6 +88,7 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
     expect(errorCode(res.json)).toBe('RAW_BODY_UNAVAILABLE');
     expect((res.json as { error: { message: string } }).error.message).toMatch(/before the body parser/);
     expect(runs).toEqual([]);
+    expect(errors).toEqual(['RAW_BODY_UNAVAILABLE']);
   });
 
   it('a Buffer in ctx.request.body counts as the raw bytes', async () => {
