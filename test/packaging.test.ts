@@ -3,7 +3,7 @@
 // require() from CommonJS — then checked with publint and @arethetypeswrong/cli. Runs on the built
 // dist: `pnpm test` builds first.
 import { spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +13,7 @@ import {
   exportedSubpaths,
   type InstalledPackage,
   installPacked,
+  npmInstallOffline,
   type RunResult,
   run,
   specifier,
@@ -94,6 +95,8 @@ let installed: Map<string, InstalledPackage>;
 let esm: ProbeReport;
 let cjs: ProbeReport;
 const attw = new Map<string, Promise<RunResult>>();
+/** More scratch directories to remove at the end. */
+const cleanups: string[] = [];
 
 function probe(file: string): Promise<ProbeReport> {
   return run(process.execPath, [file, JSON.stringify(specifiers)], { cwd: scratch }).then((result) => {
@@ -130,7 +133,7 @@ beforeAll(async () => {
 afterAll(async () => {
   // Let attw runs that a failed test did not wait for finish before their files go.
   await Promise.allSettled(attw.values());
-  rmSync(scratch, { recursive: true, force: true });
+  for (const dir of [scratch, ...cleanups]) rmSync(dir, { recursive: true, force: true });
 });
 
 it('finds the public packages under packages/ and loads them from outside the workspace', () => {
@@ -240,6 +243,32 @@ describe.each(packages)('$name', (pkg) => {
   }
 
   if (pkg.name === '@pixhook/cli') {
+    it('installs with npm from its tarball and core’s alone (@pixhook/bullmq is an optional peer): every command but dead-letters runs, which names the package to add', async () => {
+      const core = packages.find((other) => other.name === '@pixhook/core') as (typeof packages)[number];
+      // Outside the scratch project, whose node_modules holds every package (bullmq too).
+      const app = mkdtempSync(join(tmpdir(), 'pixhook-npm-install-'));
+      cleanups.push(app);
+      const tarballs = [pkg, core].map((each) => (installed.get(each.name) as InstalledPackage).tarball);
+      const install = await npmInstallOffline(app, tarballs, [pkg, core], ROOT);
+      expect(install.code, install.stderr).toBe(0);
+      expect(existsSync(join(app, 'node_modules/@pixhook/bullmq'))).toBe(false);
+      expect(existsSync(join(app, 'node_modules/bullmq'))).toBe(false);
+      const bin = join(app, 'node_modules/.bin/pixhook');
+      const help = await run(bin, ['--help'], { cwd: app, timeoutMs: 15_000 });
+      expect(help.code, help.stderr).toBe(0);
+      writeFileSync(join(app, 'event.json'), '{"id":"evt_1"}');
+      const sign = await run(bin, ['sign', '--secret', 'whsec_npm_install', '--body', 'event.json'], {
+        cwd: app,
+        timeoutMs: 15_000,
+      });
+      expect(sign.code, sign.stderr).toBe(0);
+      expect(sign.stdout).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/m);
+      const deadLetters = await run(bin, ['dead-letters', 'list'], { cwd: app, timeoutMs: 15_000 });
+      expect(deadLetters.code).toBe(1);
+      expect(deadLetters.stderr).toContain('dead-letters needs @pixhook/bullmq, which is not installed');
+      expect(deadLetters.stderr).toContain('npm install --save-dev @pixhook/bullmq');
+    }, 180_000);
+
     it('ships the dashboard’s page: `pixhook dashboard` serves it from the installed package', async () => {
       const cli = join((installed.get(pkg.name) as InstalledPackage).dir, 'dist/cli.js');
       // NO_COLOR: under CI picocolors would wrap the printed address in escape sequences.

@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import {
+  discoverPackages,
   type Manifest,
   pnpmCommand,
   type RunResult,
@@ -112,6 +113,45 @@ export async function installPacked(
     }),
   );
   return installed;
+}
+
+/**
+ * `npm install`s exactly `tarballs` (our packed packages) into a new project `dir`, as a user does,
+ * but offline and with an empty cache: every third-party dependency the given packages name is
+ * packed from the workspace's install first, so npm gets nothing from a registry, and a dependency
+ * on a package that is not among the tarballs fails as it would for a user (E404, here ENOTCACHED).
+ */
+export async function npmInstallOffline(
+  dir: string,
+  tarballs: string[],
+  packages: WorkspacePackage[],
+  root: string,
+): Promise<RunResult> {
+  mkdirSync(join(dir, 'vendor'), { recursive: true });
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: 'npm-install-check', private: true })}\n`);
+  const ours = new Set(discoverPackages(root).map((pkg) => pkg.name));
+  const vendored: string[] = [];
+  for (const pkg of packages) {
+    for (const dep of Object.keys(pkg.manifest.dependencies ?? {})) {
+      if (ours.has(dep)) continue;
+      const source = [join(pkg.dir, 'node_modules', dep), join(root, 'node_modules', dep)].find((path) =>
+        existsSync(path),
+      );
+      if (!source) throw new Error(`${pkg.name} depends on ${dep}, which is not installed: run pnpm install.`);
+      const packed = await run(
+        'npm',
+        ['pack', realpathSync(source), '--ignore-scripts', '--pack-destination', 'vendor', '--json'],
+        {
+          cwd: dir,
+        },
+      );
+      if (packed.code !== 0) throw new Error(`npm pack ${dep} failed:\n${packed.stderr}`);
+      const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
+      vendored.push(`./vendor/${filename}`);
+    }
+  }
+  const args = ['install', '--offline', '--no-audit', '--no-fund', '--cache', join(dir, '.npm-cache')];
+  return run('npm', [...args, ...tarballs, ...vendored], { cwd: dir, timeoutMs: 120_000 });
 }
 
 /** The attw command line of the workspace's @arethetypeswrong/cli. */

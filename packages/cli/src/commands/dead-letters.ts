@@ -1,5 +1,5 @@
-// Types only: @pixhook/bullmq (and BullMQ, ioredis) is imported when a dead-letters command runs,
-// so that the other commands never load it.
+// Types only: @pixhook/bullmq (and BullMQ, ioredis) is an optional peer dependency, imported when a
+// dead-letters command runs (loadBullMQ), so that the other commands neither load nor need it.
 import type { BullMQQueue, DeadLetter } from '@pixhook/bullmq';
 import { type Command, Option } from 'commander';
 import { FailedError, UsageError } from '../io/errors.js';
@@ -161,7 +161,7 @@ function oneOrAll(id: string | undefined, all: boolean | undefined, verb: string
 async function withQueue(options: QueueOptions, act: (queue: BullMQQueue, where: string) => Promise<void>) {
   const redis = parseRedisUrl(options.redis);
   const where = `queue ${options.queue} (prefix ${options.prefix}) on ${redis.shown}`;
-  const { BullMQQueue } = await import('@pixhook/bullmq');
+  const { BullMQQueue } = await loadBullMQ();
   const queue = new BullMQQueue({
     connection: { url: redis.href, ...ONE_SHOT_CONNECTION },
     name: options.queue,
@@ -174,6 +174,26 @@ async function withQueue(options: QueueOptions, act: (queue: BullMQQueue, where:
     throw error instanceof UsageError || error instanceof FailedError ? error : redisFailure(error, redis);
   } finally {
     await close(queue);
+  }
+}
+
+/**
+ * `@pixhook/bullmq`, which only the dead-letters commands need: an optional peer dependency of the
+ * CLI, installed beside it by those who process deliveries with BullMQ. Missing, it is named with
+ * the command that installs it.
+ */
+async function loadBullMQ(): Promise<typeof import('@pixhook/bullmq')> {
+  try {
+    return await import('@pixhook/bullmq');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException)?.code;
+    const missing =
+      (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
+      /['"]@pixhook\/bullmq['"]/.test((error as Error).message);
+    if (!missing) throw error;
+    throw new FailedError(
+      'pixhook: dead-letters needs @pixhook/bullmq, which is not installed: install it beside @pixhook/cli (npm install --save-dev @pixhook/bullmq), in the project whose queue it reads.',
+    );
   }
 }
 
