@@ -40,6 +40,8 @@ export class ImageWebhooks {
 
   @OnWebhookError()
   rejected(error: WebhookVerificationError) {
-    this.#log.warn(`webhook refused: ${error.code}`);
+    // Forgeries, replays, handler failures; for HANDLER_FAILED the cause is your method's own error.
+    this.#log.warn(`webhook ${error.code}: ${error.message}`);
+    if (error.cause) this.#log.error(error.cause);
   }
 }

@@ -34,7 +34,10 @@ webhooks.on('image.created', async (event, { transaction }) => {
 webhooks.on('image.deleted', async (event, { transaction }) => {
   await transaction.query('DELETE FROM images WHERE id = $1', [event.data.object.id]);
 });
-webhooks.onError((error, { deliveryId }) => console.warn(error.code, deliveryId ?? '', error.message));
+// HANDLER_FAILED's cause is your handler's own error; STORE_UNAVAILABLE's, Postgres's.
+webhooks.onError((error, { deliveryId }) =>
+  console.warn(error.code, deliveryId ?? '', error.message, error.cause ?? ''),
+);
 
 const app = express();
 app.post('/webhooks', webhookMiddleware(webhooks)); // 200 once committed; 500 after a rollback

@@ -24,6 +24,7 @@ webhooks.on('image.created', async (event, { job }) => {
 webhooks.onAny((event, { job }) => {
   if (event.type !== 'image.created') console.log(`processed ${event.type} ${event.id} (attempt ${job?.attempt})`);
 });
+// HANDLER_FAILED's cause is your handler's own error (with its stack); QUEUE_UNAVAILABLE's, Redis's.
 webhooks.onError((error, { job }) =>
-  console.warn(`${error.code}${job ? ` (job ${job.jobId})` : ''}: ${error.message}`),
+  console.warn(`${error.code}${job ? ` (job ${job.jobId})` : ''}: ${error.message}`, error.cause ?? ''),
 );
