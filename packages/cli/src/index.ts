@@ -1,4 +1,4 @@
-export { type AttemptOutcome, type DeliveryRequest, deliver } from './deliver.js';
+export { type AttemptOutcome, DEFAULT_MAX_ANSWER_BYTES, type DeliveryRequest, deliver } from './deliver.js';
 export { type DiagnoseInput, type Diagnosis, type DiagnosisStep, diagnoseSignature } from './diagnose.js';
 export type { CauseId, LikelyCause } from './likely-causes.js';
 export {
