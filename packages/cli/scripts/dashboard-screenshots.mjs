@@ -66,6 +66,8 @@ try {
   await page.getByLabel('Signing secret').fill(SECRET);
   await page.getByRole('button', { name: 'Save endpoint' }).click();
   await newest().locator('summary').first().click();
+  // An entry's exchange is laid out once it is open.
+  await newest().locator('.exchange').waitFor();
   await page.screenshot({ path: `${docs}dashboard-deliveries.png`, fullPage: true });
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.screenshot({ path: `${docs}dashboard-deliveries-dark.png`, fullPage: true });
@@ -88,6 +90,7 @@ try {
   await fetch(`${inspector}/webhooks`, { method: 'POST', ...bad });
   await page.waitForSelector('[data-testid="inspected"][data-code="SIGNATURE_MISMATCH"]');
   await page.getByTestId('inspected').first().locator('summary').first().click();
+  await page.getByTestId('inspected').first().locator('.exchange').waitFor();
   await page.screenshot({ path: `${docs}dashboard-inspector.png`, fullPage: true });
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.screenshot({ path: `${docs}dashboard-inspector-dark.png`, fullPage: true });
