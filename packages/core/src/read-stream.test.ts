@@ -106,7 +106,8 @@ describe('readStream: the deadline', () => {
 
   it('after a 413 discards what arrives until the deadline, and no longer', async () => {
     const stream = new PassThrough();
-    const read = readStream(stream, 10, undefined, 150);
+    // A deadline a busy machine cannot reach between the 413 and the first look.
+    const read = readStream(stream, 10, undefined, 1_000);
     stream.write(bytes(11));
     await expect(read).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     const trickle = setInterval(() => stream.write(bytes(5)), 10);
@@ -114,7 +115,8 @@ describe('readStream: the deadline', () => {
       await sleep(60);
       expect(stream.destroyed).toBe(false);
       expect(stream.readableLength).toBe(0);
-      await sleep(150);
+      // The trickle never ends: the deadline closes the stream.
+      for (let waited = 0; !stream.destroyed && waited < 10_000; waited += 20) await sleep(20);
       expect(stream.destroyed).toBe(true);
     } finally {
       clearInterval(trickle);
@@ -124,11 +126,12 @@ describe('readStream: the deadline', () => {
   it('a body that ends after a 413 but before the deadline leaves the stream alone', async () => {
     // Not destroyed at its end by itself, so only readStream could have destroyed it.
     const stream = new PassThrough({ autoDestroy: false });
-    const read = readStream(stream, 10, undefined, 100);
+    // A deadline a busy machine cannot reach between the 413 and the body's end.
+    const read = readStream(stream, 10, undefined, 1_000);
     stream.write(bytes(11));
     await expect(read).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     stream.end(bytes(5));
-    await sleep(150);
+    await sleep(1_100);
     expect(stream.destroyed).toBe(false);
   });
 

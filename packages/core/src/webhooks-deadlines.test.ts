@@ -31,6 +31,15 @@ function setup(options: Partial<WebhooksOptions> = {}) {
 const code = (body: string) => (JSON.parse(body) as { error?: { code: string } }).error?.code;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Waits until `check()` is true, polling; throws with `what` after 10 s (room for a busy machine). */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
 describe('handler deadline (handlerTimeoutMs)', () => {
   it('a handler still running at the deadline → 503 HANDLER_TIMEOUT; retries meanwhile → 409; its success completes the event', async () => {
     const { webhooks, errors } = setup({ handlerTimeoutMs: 50 });
@@ -79,7 +88,8 @@ describe('handler deadline (handlerTimeoutMs)', () => {
   });
 
   it('keeps renewing the claim while a timed-out handler runs past the store TTL, so no retry runs it beside', async () => {
-    const store = new MemoryStore({ inFlightTtlMs: 60 });
+    // Renewed every 200 ms: a busy machine's late timers stay well inside the TTL.
+    const store = new MemoryStore({ inFlightTtlMs: 600 });
     const { webhooks, errors } = setup({ handlerTimeoutMs: 20, store });
     const gate = deferred();
     let runs = 0;
@@ -89,7 +99,7 @@ describe('handler deadline (handlerTimeoutMs)', () => {
     });
     const delivery = createSignedRequest(createTestEvent('quota.warned'), { secret: SECRET });
     expect((await webhooks.handle(delivery)).status).toBe(503);
-    await sleep(200); // more than three claim TTLs
+    await sleep(2_000); // more than three claim TTLs
     expect((await webhooks.handle(delivery)).status).toBe(409);
     expect(runs).toBe(1);
     gate.resolve();
@@ -131,11 +141,10 @@ describe('claim tokens: a run acts only on its own claim', () => {
     const delivery = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
 
     const run1 = webhooks.handle(delivery);
-    await sleep(5);
+    await until(() => runs === 1, 'run 1 to start');
     now += 1001; // run 1's claim expired
     const run2 = webhooks.handle(delivery);
-    await sleep(5);
-    expect(runs).toBe(2);
+    await until(() => runs === 2, 'run 2 to start');
     gates[0]?.reject(new Error('run 1 failed'));
     expect((await run1).status).toBe(500);
 

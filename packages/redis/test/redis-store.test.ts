@@ -16,6 +16,15 @@ const newId = () => `evt_redis_${globalThis.crypto.randomUUID().replaceAll('-', 
 const newToken = () => `redis-test-${globalThis.crypto.randomUUID()}:1`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Waits until `check()` is true, polling; throws with `what` after `ms` (room for a busy machine). */
+async function until(check: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
 /** A Webhooks on `store` whose handler records each run, and a function to deliver an event to it. */
 function receiver(store: IdempotencyStore) {
   const runs: string[] = [];
@@ -287,8 +296,7 @@ describeWithRedis('RedisStore on a real redis-server', () => {
     await expect(store.complete(id)).rejects.toThrow(/RedisStore: complete\(evt_redis_\w+\) failed: WRONGTYPE/);
     expect(store.pendingCompletions).toBe(1);
     await admin.del(prefix + id);
-    await sleep(1_000);
-    expect(store.pendingCompletions).toBe(0);
+    await until(() => store.pendingCompletions === 0, 'the retried completion to land');
     expect(await admin.get(prefix + id)).toBe('completed');
     expect(await store.claim(id)).toBe('completed');
   });
@@ -310,8 +318,7 @@ describeWithRedis('RedisStore on a real redis-server', () => {
     // The claim is back, as after a reconnect: the retry must find and drop it.
     await admin.del(prefix + id);
     await admin.set(prefix + id, token, 'PX', 60_000);
-    await sleep(1_000);
-    expect(store.pendingReleases).toBe(0);
+    await until(() => store.pendingReleases === 0, 'the retried release to land');
     expect(await admin.exists(prefix + id)).toBe(0);
     expect(await store.claim(id, newToken())).toBe('claimed');
   });
@@ -332,14 +339,15 @@ describeWithRedis('RedisStore on a real redis-server', () => {
     expect([store.pendingCompletions, store.pendingReleases]).toEqual([2, 1]);
     await admin.del(prefix + later, prefix + released);
     await admin.set(prefix + released, releasedToken);
-    await sleep(2_000);
-    // The oldest is still refused; the two behind it landed all the same.
-    expect([store.pendingCompletions, store.pendingReleases]).toEqual([1, 0]);
+    // The oldest is still refused; the two behind it land all the same.
+    await until(
+      () => store.pendingCompletions === 1 && store.pendingReleases === 0,
+      'the two writes behind the refused one to land',
+    );
     expect(await admin.get(prefix + later)).toBe('completed');
     expect(await admin.exists(prefix + released)).toBe(0);
     await admin.del(prefix + refused);
-    await sleep(1_000);
-    expect(store.pendingCompletions).toBe(0);
+    await until(() => store.pendingCompletions === 0, 'the refused completion to land');
     expect(await admin.get(prefix + refused)).toBe('completed');
   });
 
@@ -357,8 +365,7 @@ describeWithRedis('RedisStore on a real redis-server', () => {
       expect(JSON.parse(answer.body).error.code).toBe('STORE_UNAVAILABLE');
       expect(runs).toEqual([]);
       // Once Redis runs the late claim, the release queued behind it frees the event at once.
-      await sleep(1_200);
-      expect(await admin.exists(prefix + id)).toBe(0);
+      await until(async () => (await admin.exists(prefix + id)) === 0, 'the late claim to be released');
       expect((await deliver(id)).status).toBe(200);
       expect(runs).toEqual([id]);
     });
