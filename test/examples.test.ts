@@ -153,6 +153,34 @@ describe.each(['express.mjs', 'fastify.mjs', 'koa.mjs'])('examples/%s', (file) =
   });
 });
 
+// The local HTTP server the Lambda README documents for trying a handler with `pixhook send`.
+describe('examples/lambda/local.mjs', () => {
+  it(
+    'serves examples/lambda/handler.mjs as a Function URL would: a signed delivery 200 with its handler run, a forged one 400; stops on SIGTERM',
+    async () => {
+      const example = await startExample('lambda/local.mjs');
+
+      const event = createTestEvent('image.created');
+      const signed = createSignedRequest(event, { secret: SECRET });
+      const good = await httpSend(example.port, { path: '/webhooks', headers: signed.headers, body: signed.body });
+      expect(good.status).toBe(200);
+      expect(good.json).toEqual({ received: true });
+      await example.printed(`image.created ${event.data.object.id}`);
+      expect(example.stdout()).toContain(`delivery ${signed.headers['x-service-delivery']}`);
+
+      const forged = createSignedRequest(createTestEvent('image.created'), { secret: 'whsec_attacker_guess' });
+      const bad = await httpSend(example.port, { path: '/webhooks', headers: forged.headers, body: forged.body });
+      expect(bad.status).toBe(400);
+      expect(bad.json).toMatchObject({ error: { code: 'SIGNATURE_MISMATCH' } });
+      await example.printed('pixhook SIGNATURE_MISMATCH', 'stderr');
+
+      expect(await stop(example.child)).toBe(0);
+      expect(example.stdout() + example.stderr()).not.toContain(SECRET);
+    },
+    PROCESS_TEST_MS,
+  );
+});
+
 describeWithRedis('examples/queued', () => {
   let redis: RedisServer;
   let env: Record<string, string>;

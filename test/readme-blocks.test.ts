@@ -23,7 +23,7 @@
 //
 // The Markdown is parsed by remark (remark-cli's `--tree-out`, the devDependency `pnpm check:links`
 // runs), so fences inside lists, tildes and longer fences are read as GitHub reads them.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import {
   existsSync,
@@ -75,13 +75,24 @@ interface Block {
 
 const MARK = /^<!--\s*test:\s*([\s\S]*?)\s*-->$/;
 
-function readBlocks(file: string): Block[] {
-  const remark = join(ROOT, 'node_modules/.bin/remark');
-  const result = spawnSync(remark, ['--tree-out', '--no-config', '--quiet', join(ROOT, file)], {
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
+/** The file's syntax tree, as JSON from remark-cli (one process per file: with several, it writes files). */
+async function readBlocks(file: string): Promise<Block[]> {
+  const remark = spawn(join(ROOT, 'node_modules/.bin/remark'), [
+    '--tree-out',
+    '--no-config',
+    '--quiet',
+    join(ROOT, file),
+  ]);
+  let stdout = '';
+  let stderr = '';
+  remark.stdout.on('data', (chunk) => {
+    stdout += chunk;
   });
-  if (result.status !== 0) throw new Error(`remark could not parse ${file}: ${result.stderr}`);
+  remark.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const [code] = await once(remark, 'close');
+  if (code !== 0) throw new Error(`remark could not parse ${file}: ${stderr}`);
   const blocks: Block[] = [];
   const walk = (node: MdNode) => {
     const children = node.children ?? [];
@@ -100,7 +111,7 @@ function readBlocks(file: string): Block[] {
       walk(child);
     });
   };
-  walk(JSON.parse(result.stdout) as MdNode);
+  walk(JSON.parse(stdout) as MdNode);
   return blocks;
 }
 
@@ -110,7 +121,7 @@ const MARKDOWN = [
     .map((name) => `packages/${name}/README.md`)
     .filter((file) => existsSync(join(ROOT, file))),
 ];
-const BLOCKS = new Map(MARKDOWN.map((file) => [file, readBlocks(file)]));
+const BLOCKS = new Map(await Promise.all(MARKDOWN.map(async (file) => [file, await readBlocks(file)] as const)));
 
 type Mode = 'run' | 'exits' | 'typecheck' | 'file' | 'not run';
 
@@ -190,6 +201,9 @@ for (const [file, blocks] of BLOCKS) {
       continue;
     }
     if (mark.mode === 'typecheck' && !typescript) problems.push(`${where}: only TypeScript can be "typecheck"ed`);
+    if (block.lang === 'json' && mark.name !== 'tsconfig.json') {
+      problems.push(`${where}: a \`\`\`json block can only be "file tsconfig.json" or "not run"`);
+    }
     const name = mark.name ?? (typescript ? 'index.ts' : 'index.js');
     pending.push({ name, code: block.code });
     if (mark.mode === 'file') continue;
