@@ -27,7 +27,9 @@ describeWithRedis('a 30-second handler', () => {
       const answer = await webhooks.handle(request);
       const answered = performance.now();
       expect(answer.status).toBe(202);
-      expect(answered - started).toBeLessThan(100);
+      // Milliseconds on a quiet machine; the bound keeps a busy machine's margin and still proves the
+      // answer never waits for the 30 s handler.
+      expect(answered - started).toBeLessThan(3_000);
       await until(() => runs.length === 1, 'the handler to start');
       await until(() => ended.length === 1, 'the handler to end', HANDLER_MS + 10_000);
       expect(ended[0]! - answered).toBeGreaterThanOrEqual(HANDLER_MS - 50);
