@@ -246,7 +246,7 @@ function renewClaim(store: IdempotencyStore, id: string, token: string | number,
           if (kept !== false || stopped) return;
           stop();
           reportOnce(
-            `The claim on event ${id} expired while its handlers ran; a retry may run it beside them. Renewing failed for longer than the store's inFlightTtlMs (${ttl} ms): raise it.`,
+            `The claim on event ${id} was lost while its handlers ran (it expired before a renewal reached the store); a retry may run the event beside them. A longer inFlightTtlMs rides out longer store outages.`,
           );
         },
         // The store may be back by the next renewal: keep trying, and say it once.

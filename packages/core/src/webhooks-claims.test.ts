@@ -113,6 +113,54 @@ describe('claim renewal from the start of the run', () => {
   });
 });
 
+describe('when renewing fails', () => {
+  function renewing(extend: () => Promise<boolean>) {
+    let extends_ = 0;
+    const store: IdempotencyStore = {
+      claim: async () => 'claimed',
+      complete: async () => {},
+      release: async () => {},
+      extend: () => {
+        extends_++;
+        return extend();
+      },
+      inFlightTtlMs: 30,
+    };
+    return { store, calls: () => extends_ };
+  }
+
+  it('a lost claim (extend answers false) is told to onError once, and renewing stops', async () => {
+    const { store, calls } = renewing(async () => false);
+    const { webhooks, errors } = setup({ store, handlerTimeoutMs: 5_000 });
+    const gate = deferred();
+    webhooks.on('image.created', () => gate.promise);
+    const answer = webhooks.handle(createSignedRequest(createTestEvent('image.created'), { secret: SECRET }));
+    await vi.waitFor(() => expect(errors.map((e) => e.code)).toEqual(['STORE_UNAVAILABLE']), { timeout: 5_000 });
+    expect(errors[0]?.message).toMatch(/was lost while its handlers ran/);
+    const after = calls();
+    await sleep(100);
+    expect(calls()).toBe(after);
+    gate.resolve();
+    expect((await answer).status).toBe(200);
+  });
+
+  it('a store that fails to renew is told once and renewing goes on (it may be back next time)', async () => {
+    const { store, calls } = renewing(async () => {
+      throw new Error('redis away');
+    });
+    const { webhooks, errors } = setup({ store, handlerTimeoutMs: 5_000 });
+    const gate = deferred();
+    webhooks.on('image.created', () => gate.promise);
+    const answer = webhooks.handle(createSignedRequest(createTestEvent('image.created'), { secret: SECRET }));
+    await vi.waitFor(() => expect(calls()).toBeGreaterThanOrEqual(3), { timeout: 5_000 });
+    expect(errors.map((e) => e.code)).toEqual(['STORE_UNAVAILABLE']);
+    expect(errors[0]?.message).toMatch(/could not be renewed while its handlers ran; retrying/);
+    expect((errors[0]?.cause as Error).message).toBe('redis away');
+    gate.resolve();
+    expect((await answer).status).toBe(200);
+  });
+});
+
 describe('a run that never settles: maxClaimMs', () => {
   it('releases the claim after maxClaimMs, tells onError CLAIM_RELEASED, and the next retry runs the event', async () => {
     // maxClaimMs leaves a busy machine time for the second delivery before the bound.
@@ -228,6 +276,46 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     // The completion never ends before the answer: any answer proves it; the margin is a busy machine's.
     expect(performance.now() - started).toBeLessThan(5_000);
     gate.resolve();
+  });
+
+  it('a release still on its way when the budget ends does not hold the 500', async () => {
+    const gate = deferred();
+    const store: IdempotencyStore = {
+      claim: async () => 'claimed',
+      complete: async () => {},
+      release: () => gate.promise,
+    };
+    const { webhooks, errors } = setup({ store, deliveryTimeoutMs: 200 });
+    webhooks.on('image.created', () => {
+      throw new Error('handler failed');
+    });
+    const started = performance.now();
+    const answer = await webhooks.handle(createSignedRequest(createTestEvent('image.created'), { secret: SECRET }));
+    expect(answer.status).toBe(500);
+    expect(code(answer.body)).toBe('HANDLER_FAILED');
+    expect(performance.now() - started).toBeLessThan(1_500);
+    // Reported once, when the release is done.
+    expect(errors).toEqual([]);
+    gate.resolve();
+    await vi.waitFor(() => expect(errors.map((e) => e.code)).toEqual(['HANDLER_FAILED']), { timeout: 5_000 });
+  });
+
+  it('queued mode: the write to the queue gets what is left of the budget when that is shorter', async () => {
+    const queue = { enqueue: () => new Promise<never>(() => {}), enqueueTimeoutMs: 5_000 };
+    const { webhooks, errors } = setup({ queue, deliveryTimeoutMs: 300 });
+    const delivery = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
+    const started = performance.now();
+    const answer = await webhooks.handle({
+      ...delivery,
+      body: async () => {
+        await sleep(100);
+        return delivery.body;
+      },
+    });
+    expect(answer.status).toBe(503);
+    expect(code(answer.body)).toBe('QUEUE_UNAVAILABLE');
+    expect(errors[0]?.message).toMatch(/within what was left of deliveryTimeoutMs/);
+    expect(performance.now() - started).toBeLessThan(1_500);
   });
 
   it('defaults to 8 s; false turns it off; a bad value throws', () => {

@@ -136,11 +136,18 @@ describe('the default log line and unsigned header values', () => {
       expect(line).toContain(`delivery dlv_${'a'.repeat(60)}`);
       expect(line).toMatch(/… \(\d+ more characters\)/);
 
+      // Cut between the halves of a surrogate pair: the half is dropped, not printed alone.
+      const emoji = `${'b'.repeat(127)}\u{1F600}${'c'.repeat(10)}`;
+      await webhooks.handle(
+        createSignedRequest(createTestEvent('image.created'), { secret: SECRET, deliveryId: emoji }),
+      );
+      expect(String(spy.mock.calls[1]?.[0])).toContain(`delivery ${'b'.repeat(127)}… (12 more characters)`);
+
       const forged = 'dlv_1\u001b[2J\u0007\nFAKE: all good\u202e';
       await webhooks.handle(
         createSignedRequest(createTestEvent('image.created'), { secret: SECRET, deliveryId: forged }),
       );
-      const second = String(spy.mock.calls[1]?.[0]);
+      const second = String(spy.mock.calls[2]?.[0]);
       expect(second).toContain('delivery dlv_1\\x1b[2J\\x07\\nFAKE: all good\\u202e');
       // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is that none reach the log.
       expect(second).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e]/);
