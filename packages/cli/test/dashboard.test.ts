@@ -668,6 +668,30 @@ describe('pixhook dashboard: the command', () => {
     }
   });
 
+  test('40 answers of 1 MiB: the log keeps 32 MiB of answers, the oldest cut to 16,384 characters, the newest whole', async () => {
+    const body = Buffer.alloc(1_100_000, 'a');
+    const url = await plainServer((res) => res.writeHead(200, { 'content-type': 'text/plain' }).end(body));
+    const dashboard = await dashboardFor(['--url', url], SECRET);
+    for (let i = 0; i < 40; i++) {
+      const sent = await fetch(`${dashboard.url}api/send`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: dashboard.url.slice(0, -1) },
+        body: JSON.stringify({ type: 'image.created', object: {}, mode: 'once' }),
+      });
+      expect(sent.status).toBe(200);
+    }
+    const { attempts: logged } = (await state(dashboard)) as unknown as {
+      attempts: { answer: { body: string; truncated?: boolean; trimmed?: boolean } }[];
+    };
+    expect(logged).toHaveLength(40);
+    const sizes = logged.map((attempt) => attempt.answer.body.length);
+    expect(sizes.reduce((sum, size) => sum + size, 0)).toBeLessThanOrEqual(32 * 1_048_576);
+    expect(logged[0]?.answer).toMatchObject({ truncated: true, trimmed: true });
+    expect(sizes[0]).toBe(16_384);
+    expect(logged.at(-1)?.answer.trimmed).toBeUndefined();
+    expect(sizes.at(-1)).toBe(1_048_576);
+  }, 60_000);
+
   test('serves its page with a strict Content-Security-Policy, on 127.0.0.1 only', async () => {
     const dashboard = await dashboardFor();
     const page = await fetch(dashboard.url);

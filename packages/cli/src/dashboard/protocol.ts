@@ -10,6 +10,37 @@
 /** Entries each list keeps (log, runs, inspector); older ones are dropped, on the server and the page. */
 export const LOG_LIMIT = 500;
 
+/**
+ * Characters of answer bodies the delivery log keeps in all (32 MiB): past it, the oldest answers
+ * are cut to their first `TRIMMED_ANSWER_CHARS`, on the server and the page, so 500 large answers
+ * cannot make the log's snapshot too long a string (or the page too heavy).
+ */
+export const LOG_ANSWER_BUDGET = 32 * 1_048_576;
+
+/** What an older answer is cut to when the log is over `LOG_ANSWER_BUDGET`. */
+export const TRIMMED_ANSWER_CHARS = 16_384;
+
+/**
+ * `attempts` (oldest first) with the oldest answers cut to `TRIMMED_ANSWER_CHARS` until their
+ * bodies add up to at most `LOG_ANSWER_BUDGET`; the newest answer is never cut. Entries that change
+ * are copies; the list is the same one when nothing changes.
+ */
+export function withinAnswerBudget(attempts: AttemptEntry[]): AttemptEntry[] {
+  let total = 0;
+  for (const attempt of attempts) total += attempt.answer?.body.length ?? 0;
+  if (total <= LOG_ANSWER_BUDGET) return attempts;
+  return attempts.map((attempt, index) => {
+    const answer = attempt.answer;
+    if (total <= LOG_ANSWER_BUDGET || index === attempts.length - 1 || !answer) return attempt;
+    if (answer.body.length <= TRIMMED_ANSWER_CHARS) return attempt;
+    total -= answer.body.length - TRIMMED_ANSWER_CHARS;
+    // Not between the two halves of a surrogate pair.
+    const high = answer.body.charCodeAt(TRIMMED_ANSWER_CHARS - 1);
+    const end = high >= 0xd800 && high <= 0xdbff ? TRIMMED_ANSWER_CHARS - 1 : TRIMMED_ANSWER_CHARS;
+    return { ...attempt, answer: { ...answer, body: answer.body.slice(0, end), trimmed: true } };
+  });
+}
+
 /** The endpoint as the service sees it. The secret itself never leaves the server. */
 export interface EndpointView {
   /** The receiver's URL, once entered. */
@@ -41,6 +72,8 @@ export interface ReceivedAnswer {
   truncated?: boolean;
   /** With `truncated`, the bytes not read, when the answer's Content-Length said its size. */
   moreBytes?: number;
+  /** An older answer cut to `TRIMMED_ANSWER_CHARS` to keep the log within `LOG_ANSWER_BUDGET`. */
+  trimmed?: boolean;
 }
 
 /** Why the dashboard made an attempt. */

@@ -9,6 +9,7 @@ import {
   type ScheduleRun,
   type ServerEvent,
   type Snapshot,
+  withinAnswerBudget,
 } from './protocol.js';
 
 /** A pixhook receiver's default tolerance, in seconds; "send stale" signs twice that long ago. */
@@ -24,7 +25,7 @@ export class DashboardState {
   #secret: string | undefined;
   #url: string | undefined;
   #disabledAt: string | undefined;
-  readonly #attempts: AttemptEntry[] = [];
+  #attempts: AttemptEntry[] = [];
   readonly #runs: ScheduleRun[] = [];
   readonly #inspected: InspectedDelivery[] = [];
   readonly #subscribers = new Set<(event: ServerEvent) => void>();
@@ -88,6 +89,7 @@ export class DashboardState {
 
   addAttempt(entry: AttemptEntry): void {
     keep(this.#attempts, entry);
+    this.#attempts = withinAnswerBudget(this.#attempts);
     this.#tell({ kind: 'attempt', attempt: entry });
   }
 

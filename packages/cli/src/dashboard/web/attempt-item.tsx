@@ -77,6 +77,7 @@ export const AttemptItem = memo(function AttemptItem({ attempt, act, announce, r
                 body={attempt.answer.body}
                 truncated={attempt.answer.truncated}
                 moreBytes={attempt.answer.moreBytes}
+                trimmed={attempt.answer.trimmed}
               />
             ) : (
               <section class="http-message">

@@ -17,6 +17,8 @@ interface Props {
   truncated?: boolean | undefined;
   /** With `truncated`, the bytes not read, when the answer's Content-Length said. */
   moreBytes?: number | undefined;
+  /** An older answer cut to its first 16,384 characters to keep the log within 32 MiB of answers. */
+  trimmed?: boolean | undefined;
 }
 
 /**
@@ -25,7 +27,7 @@ interface Props {
  * with a formatted copy of JSON one click away. Long bodies show their first `SHOWN_CHARS`
  * characters until asked for all; the formatted copy is made only when opened, and once per body.
  */
-export function HttpMessage({ title, start, headers, body, truncated, moreBytes }: Props) {
+export function HttpMessage({ title, start, headers, body, truncated, moreBytes, trimmed }: Props) {
   return (
     <section class="http-message">
       <h4>{title}</h4>
@@ -40,7 +42,13 @@ export function HttpMessage({ title, start, headers, body, truncated, moreBytes 
           dashboard reads the first 1 MiB of an answer (the service does not use its body)
         </p>
       )}
-      {!truncated && looksLikeJson(body) && <FormattedJson body={body} />}
+      {trimmed && (
+        <p class="cut" data-testid="trimmed">
+          … cut to its first {body.length.toLocaleString('en-US')} characters: the log keeps 32 MiB of answers in all,
+          and this one is older
+        </p>
+      )}
+      {!truncated && !trimmed && looksLikeJson(body) && <FormattedJson body={body} />}
     </section>
   );
 }

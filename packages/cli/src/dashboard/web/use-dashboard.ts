@@ -1,5 +1,12 @@
 import { useCallback, useEffect, useReducer } from 'preact/hooks';
-import { type ActionResult, LOG_LIMIT, type ScheduleRun, type ServerEvent, type Snapshot } from '../protocol.js';
+import {
+  type ActionResult,
+  LOG_LIMIT,
+  type ScheduleRun,
+  type ServerEvent,
+  type Snapshot,
+  withinAnswerBudget,
+} from '../protocol.js';
 import { type PostOutcome, post, type Routes } from './api.js';
 
 export type Connection = 'connecting' | 'live' | 'reconnecting';
@@ -51,7 +58,10 @@ function applyEvent(state: State, event: ServerEvent): State {
     case 'endpoint':
       return { ...state, snapshot: { ...snapshot, endpoint: event.endpoint } };
     case 'attempt':
-      return { ...state, snapshot: { ...snapshot, attempts: upsert(snapshot.attempts, event.attempt) } };
+      return {
+        ...state,
+        snapshot: { ...snapshot, attempts: withinAnswerBudget(upsert(snapshot.attempts, event.attempt)) },
+      };
     case 'inspected':
       return { ...state, snapshot: { ...snapshot, inspected: upsert(snapshot.inspected, event.delivery) } };
     case 'run': {
