@@ -194,6 +194,10 @@ for (const [file, blocks] of BLOCKS) {
       problems.push(`${where}: ${mark}`);
       continue;
     }
+    // The handler's own error (or the store's) is the cause: a listener that drops it hides the failure.
+    if (/\bonError\(|@OnWebhookError\(/.test(block.code) && !/\.cause\b/.test(block.code)) {
+      problems.push(`${where}: an onError listener that does not log error.cause (your handler's own error)`);
+    }
     if (mark.mode === 'not run') continue;
     const typescript = block.lang === 'ts' || block.lang === 'typescript';
     if (!typescript && !['js', 'javascript', 'json'].includes(block.lang)) {
