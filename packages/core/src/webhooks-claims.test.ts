@@ -293,7 +293,7 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     const answer = await webhooks.handle(createSignedRequest(createTestEvent('image.created'), { secret: SECRET }));
     expect(answer.status).toBe(500);
     expect(code(answer.body)).toBe('HANDLER_FAILED');
-    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(performance.now() - started).toBeLessThan(3_000);
     // Reported once, when the release is done.
     expect(errors).toEqual([]);
     gate.resolve();
@@ -315,7 +315,7 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     expect(answer.status).toBe(503);
     expect(code(answer.body)).toBe('QUEUE_UNAVAILABLE');
     expect(errors[0]?.message).toMatch(/within what was left of deliveryTimeoutMs/);
-    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(performance.now() - started).toBeLessThan(3_000);
   });
 
   it('defaults to 8 s; false turns it off; a bad value throws', () => {
