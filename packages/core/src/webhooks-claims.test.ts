@@ -155,7 +155,7 @@ describe('when renewing fails', () => {
     await vi.waitFor(() => expect(calls()).toBeGreaterThanOrEqual(3), { timeout: 5_000 });
     expect(errors.map((e) => e.code)).toEqual(['STORE_UNAVAILABLE']);
     expect(errors[0]?.message).toMatch(/could not be renewed while its handlers ran; retrying/);
-    expect((errors[0]?.cause as Error).message).toBe('redis away');
+    expect((errors[0]?.cause as Error | undefined)?.message).toBe('redis away');
     gate.resolve();
     expect((await answer).status).toBe(200);
   });
