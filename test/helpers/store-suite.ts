@@ -21,6 +21,12 @@ const SECRET = 'whsec_store_suite_4f3e2d1c';
 const SHORT_TTL_MS = 500;
 /** Long enough past SHORT_TTL_MS that a loaded machine sees the claim lapsed. */
 const PAST_SHORT_TTL_MS = SHORT_TTL_MS * 2.5;
+/**
+ * For the claims that must stay alive by renewal (every third of the TTL): a late renewal on a busy
+ * machine (2 cores, load 10) has a whole second before the claim lapses, where 500 ms left 333 ms.
+ */
+const RENEWED_TTL_MS = 1_500;
+const PAST_RENEWED_TTL_MS = RENEWED_TTL_MS * 2.5;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const newId = () => `evt_suite_${globalThis.crypto.randomUUID().replaceAll('-', '')}`;
@@ -210,16 +216,16 @@ export function describeStoreSuite(name: string, create: CreateStore, describeFn
       it.concurrent('keeps a claim renewed by extend() past inFlightTtlMs, and answers false to other tokens', async ({
         expect,
       }) => {
-        const store = await create({ inFlightTtlMs: SHORT_TTL_MS });
-        expect(store.inFlightTtlMs).toBe(SHORT_TTL_MS);
+        const store = await create({ inFlightTtlMs: RENEWED_TTL_MS });
+        expect(store.inFlightTtlMs).toBe(RENEWED_TTL_MS);
         const extend = extendOf(store);
         const id = newId();
         const token = newToken();
         expect(await store.claim(id, token)).toBe('claimed');
         // Renew at a third of the TTL, as core does, for well past the TTL.
         const started = Date.now();
-        while (Date.now() - started < PAST_SHORT_TTL_MS) {
-          await sleep(SHORT_TTL_MS / 3);
+        while (Date.now() - started < PAST_RENEWED_TTL_MS) {
+          await sleep(RENEWED_TTL_MS / 3);
           expect(await extend(id, token)).toBe(true);
           expect(await store.claim(id, newToken())).toBe('in-flight');
         }
@@ -227,7 +233,7 @@ export function describeStoreSuite(name: string, create: CreateStore, describeFn
         expect(await extend(newId(), token)).toBe(false);
 
         // Once it lapses and another delivery claims the event, the old token cannot renew it.
-        await sleep(PAST_SHORT_TTL_MS);
+        await sleep(PAST_RENEWED_TTL_MS);
         const newer = newToken();
         expect(await store.claim(id, newer)).toBe('claimed');
         expect(await extend(id, token)).toBe(false);
@@ -371,7 +377,7 @@ export function describeStoreSuite(name: string, create: CreateStore, describeFn
       }) => {
         const webhooks = new Webhooks({
           secret: SECRET,
-          store: await create({ inFlightTtlMs: SHORT_TTL_MS }),
+          store: await create({ inFlightTtlMs: RENEWED_TTL_MS }),
           handlerTimeoutMs: 100,
         });
         const errors: string[] = [];
@@ -389,7 +395,7 @@ export function describeStoreSuite(name: string, create: CreateStore, describeFn
         expect(first.status).toBe(503);
         expect(JSON.parse(first.body).error.code).toBe('HANDLER_TIMEOUT');
         // Well past inFlightTtlMs, the handler still runs: core renewed its claim.
-        await sleep(PAST_SHORT_TTL_MS);
+        await sleep(PAST_RENEWED_TTL_MS);
         expect((await deliver(webhooks, event)).status).toBe(409);
         finish.fire();
         // The run ends and records its completion; the next delivery is a duplicate. Until the
