@@ -3,7 +3,7 @@
 import { RedisStore } from '@pixhook/redis';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { describeStoreSuite } from '@pixhook/test-helpers/store-suite';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe } from 'vitest';
 import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
 
 describeWithRedis('RedisStore against a real redis-server', () => {
@@ -26,6 +26,9 @@ describeWithRedis('RedisStore against a real redis-server', () => {
     describeStoreSuite(
       `RedisStore with ${name}`,
       (options) => new RedisStore(connection.client, { ...options, prefix: uniquePrefix(name) }),
+      // Each test has its own event ids and store; most of the table waits for TTLs to lapse, so
+      // the tests run side by side instead of one sleep after another.
+      describe.concurrent,
     );
   }
 });
