@@ -39,8 +39,15 @@ function extendOf(store: IdempotencyStore): (eventId: string, token: string) => 
   return (eventId, token) => store.extend!(eventId, token);
 }
 
-/** Runs the shared store behaviour table against `create`. */
-export function describeStoreSuite(name: string, create: CreateStore, describeFn: typeof describe = describe): void {
+/**
+ * Runs the shared store behaviour table against `create`, inside `describeFn` (`describe` by default;
+ * `describe.concurrent` runs the tests side by side, `describe.skip` skips them).
+ */
+export function describeStoreSuite(
+  name: string,
+  create: CreateStore,
+  describeFn: (name: string, body: () => void) => void = describe,
+): void {
   describeFn(`${name}: the IdempotencyStore behaviour table`, () => {
     it('claims an event seen for the first time', async () => {
       const store = await create({});
