@@ -88,7 +88,15 @@ export async function startReceiver(
     buffered = parts.pop() ?? '';
     lines.push(...parts);
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let killing = false;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      // A receiver that dies by itself (a crash, an unhandled rejection) fails every request sent to
+      // it afterwards: say why, or the test only sees connections refused.
+      if (!killing) console.error(`the receiver exited by itself (code ${code}, signal ${signal}): ${stderr}`);
+      resolve();
+    }),
+  );
   await until(() => lines.some((line) => line.startsWith('READY ')) || child.exitCode !== null, 'the receiver', 20_000);
   const ready = lines.find((line) => line.startsWith('READY '));
   if (!ready) throw new Error(`the receiver exited with ${child.exitCode}: ${stderr}`);
@@ -96,6 +104,7 @@ export async function startReceiver(
     port: Number(ready.slice('READY '.length)),
     lines,
     kill: async () => {
+      killing = true;
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
     },
