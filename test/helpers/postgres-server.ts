@@ -11,8 +11,8 @@
  * once.
  */
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import net from 'node:net';
 import { join } from 'node:path';
+import { freePort } from './ports.js';
 import { clusterDirectory, postgresUnavailable, runPostgresTool } from './postgres-binaries.mjs';
 import { describeIfAvailable } from './unavailable.js';
 
@@ -44,17 +44,6 @@ export interface PostgresServer {
   resume(): void;
   /** Stops it for good and removes its data directory. */
   close(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Every process of the cluster: the postmaster and its children, found by the postmaster's pid. */

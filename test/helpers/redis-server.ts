@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './ports.js';
 import { describeIfAvailable } from './unavailable.js';
 
 const BINARY = process.env.REDIS_SERVER || 'redis-server';
@@ -50,17 +51,6 @@ export interface RedisServer {
 export interface RedisServerOptions {
   /** Keep data across restarts with an append-only file fsynced on every write. @default false */
   persistent?: boolean;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function pingOnce(port: number): Promise<boolean> {
