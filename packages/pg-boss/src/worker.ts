@@ -1,7 +1,7 @@
 import { type ErrorContext, isQueuedDelivery, type QueuedRun, WebhookVerificationError } from '@pixhook/core';
-import type { ResolvedPgBossQueueOptions, ResolvedPgBossWorkerOptions } from './pg-boss-options.js';
-import type { PgBossStatements } from './pg-boss-sql.js';
-import type { PgBossFetchedJob, PgBossLike, PgBossWorker, ProcessingWebhooks } from './pg-boss-types.js';
+import type { ResolvedPgBossQueueOptions, ResolvedPgBossWorkerOptions } from './options.js';
+import type { PgBossStatements } from './sql.js';
+import type { PgBossFetchedJob, PgBossLike, PgBossWorker, ProcessingWebhooks } from './types.js';
 
 /** What a worker needs from its queue. */
 export interface WorkerHost {

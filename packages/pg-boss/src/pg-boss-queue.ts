@@ -6,21 +6,21 @@ import {
   type QueuedDelivery,
   type WebhookQueue,
 } from '@pixhook/core';
-import { isUuid, pgBossJobIdFor } from './pg-boss-job-id.js';
+import { isUuid, pgBossJobIdFor } from './job-id.js';
 import {
   type PgBossQueueOptions,
   type PgBossWorkerOptions,
   type ResolvedPgBossQueueOptions,
   resolveQueueOptions,
   resolveWorkerOptions,
-} from './pg-boss-options.js';
-import { type PgBossStatements, pgBossStatements } from './pg-boss-sql.js';
-import type { PgBossLike, PgBossSendOptions, PgBossWorker, ProcessingWebhooks } from './pg-boss-types.js';
-import { messageOf, type StartedWorker, startPgBossWorker } from './pg-boss-worker.js';
+} from './options.js';
+import { type PgBossStatements, pgBossStatements } from './sql.js';
+import type { PgBossLike, PgBossSendOptions, PgBossWorker, ProcessingWebhooks } from './types.js';
+import { messageOf, type StartedWorker, startPgBossWorker } from './worker.js';
 
-export { pgBossJobIdFor } from './pg-boss-job-id.js';
-export type { PgBossBackoffOptions, PgBossQueueOptions, PgBossWorkerOptions } from './pg-boss-options.js';
-export type { PgBossLike, PgBossWorker, ProcessingWebhooks } from './pg-boss-types.js';
+export { pgBossJobIdFor } from './job-id.js';
+export type { PgBossBackoffOptions, PgBossQueueOptions, PgBossWorkerOptions } from './options.js';
+export type { PgBossLike, PgBossWorker, ProcessingWebhooks } from './types.js';
 
 /**
  * An event whose job ran out of attempts, kept until retried or discarded (or until pg-boss's

@@ -15,7 +15,7 @@ import type PgBoss from 'pg-boss';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { jobState, queuedWebhooks, signed, startBoss, testQueueOptions, until } from '../helpers/pg-boss.js';
 
-const WORKER = fileURLToPath(new URL('./fixtures/pg-boss-worker.mjs', import.meta.url));
+const WORKER = fileURLToPath(new URL('./fixtures/worker.mjs', import.meta.url));
 const BUILT = ['../../dist/index.js', '../../../core/dist/index.js'].map((path) =>
   fileURLToPath(new URL(path, import.meta.url)),
 );
