@@ -4,7 +4,7 @@ export {
   isWebhookVerificationError,
   type WebhookErrorCode,
   WebhookVerificationError,
-} from './errors.js';
+} from './protocol/errors.js';
 export {
   type AnyEvent,
   type DataObject,
@@ -17,12 +17,12 @@ export {
   type UnknownEvent,
   type UnknownEventType,
   type WebhookEvent,
-} from './events.js';
-export type { BodyReader, HandleInput, WebhookResponse } from './handle-input.js';
-export type { HeadersInput } from './headers.js';
-export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
-export { assertKnownOptions, describeType } from './option-checks.js';
-export { MAX_SECRETS, WEBHOOKS_OPTION_NAMES, type WebhooksOptions } from './options.js';
+} from './protocol/events.js';
+export type { BodyReader, HandleInput, WebhookResponse } from './seams/handle-input.js';
+export type { HeadersInput } from './protocol/headers.js';
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
+export { assertKnownOptions, describeType } from './util/option-checks.js';
+export { MAX_SECRETS, WEBHOOKS_OPTION_NAMES, type WebhooksOptions } from './pipeline/options.js';
 export {
   type DeadLetter,
   type DeadLetterListOptions,
@@ -31,22 +31,22 @@ export {
   type QueuedDelivery,
   type QueuedRun,
   type WebhookQueue,
-} from './queue.js';
-export { sign } from './sign.js';
-export { type ParsedSignatureHeader, parseSignatureHeader } from './signature-header.js';
+} from './modes/queued.js';
+export { sign } from './protocol/sign.js';
+export { type ParsedSignatureHeader, parseSignatureHeader } from './protocol/signature-header.js';
 export {
   type ClaimResult,
   DEFAULT_COMPLETED_TTL_MS,
   DEFAULT_IN_FLIGHT_TTL_MS,
   type IdempotencyStore,
-} from './store.js';
+} from './seams/store.js';
 export {
   type BegunEvent,
   type CommitReadBack,
   type EventTransactions,
   isEventTransactions,
   type OpenEvent,
-} from './transactions.js';
+} from './seams/transactions.js';
 export {
   type ErrorContext,
   type ErrorHandler,

@@ -1,5 +1,5 @@
-import type { EventType, WebhookEvent } from './events.js';
-import { sign } from './sign.js';
+import type { EventType, WebhookEvent } from './protocol/events.js';
+import { sign } from './protocol/sign.js';
 
 /** Realistic `data.object` samples for each event type, as the service might send them. */
 export const SAMPLE_OBJECTS: { readonly [K in EventType]: Record<string, unknown> } = {
@@ -110,4 +110,4 @@ export function createSignedRequest(event: WebhookEvent<string, object>, options
   };
 }
 
-export { sign } from './sign.js';
+export { sign } from './protocol/sign.js';

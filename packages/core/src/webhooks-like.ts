@@ -1,4 +1,4 @@
-import type { HandleInput, WebhookResponse } from './handle-input.js';
+import type { HandleInput, WebhookResponse } from './seams/handle-input.js';
 
 /**
  * What an adapter needs from a `Webhooks`: its `handle()`, for requests of type `TRequest` (what

@@ -1,6 +1,6 @@
-import { headersOf, rawBytes } from './admit.js';
-import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './context.js';
-import type { WebhookVerificationError } from './errors.js';
+import { headersOf, rawBytes } from './pipeline/admit.js';
+import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './seams/context.js';
+import type { WebhookVerificationError } from './protocol/errors.js';
 import {
   type AnyEvent,
   type DefaultEventDataMap,
@@ -8,13 +8,13 @@ import {
   type EventDataMap,
   type EventOf,
   type EventType,
-} from './events.js';
-import type { HandleInput, WebhookResponse } from './handle-input.js';
-import type { HeadersInput } from './headers.js';
-import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './options.js';
-import { type PipelineHost, runPipeline } from './pipeline.js';
-import { processQueued, type QueuedDelivery, type QueuedRun } from './queue.js';
-import { verifyDelivery, verifyDeliveryAnywhere } from './verify.js';
+} from './protocol/events.js';
+import type { HandleInput, WebhookResponse } from './seams/handle-input.js';
+import type { HeadersInput } from './protocol/headers.js';
+import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './pipeline/options.js';
+import { type PipelineHost, runPipeline } from './pipeline/pipeline.js';
+import { processQueued, type QueuedDelivery, type QueuedRun } from './modes/queued.js';
+import { verifyDelivery, verifyDeliveryAnywhere } from './protocol/verify.js';
 
 export type {
   ErrorContext,
@@ -22,7 +22,7 @@ export type {
   EventHandler,
   HandlerContext,
   TransactionalHandlerContext,
-} from './context.js';
+} from './seams/context.js';
 
 const KNOWN = new Set<string>(EVENT_TYPES);
 

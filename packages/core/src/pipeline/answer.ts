@@ -1,7 +1,7 @@
 import { refusedUnread } from './admit.js';
-import type { WebhookVerificationError } from './errors.js';
-import type { WebhookResponse } from './handle-input.js';
-import type { Outcome } from './run-once.js';
+import type { WebhookVerificationError } from '../protocol/errors.js';
+import type { WebhookResponse } from '../seams/handle-input.js';
+import type { Outcome } from '../modes/run-once.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 

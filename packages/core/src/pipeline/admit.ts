@@ -1,10 +1,10 @@
-import { toBytes } from './crypto.js';
-import { isWebhookVerificationError, payloadTooLarge, WebhookVerificationError } from './errors.js';
-import type { HandleInput } from './handle-input.js';
-import { getHeader, type HeadersInput } from './headers.js';
-import type { Maybe } from './maybe.js';
+import { toBytes } from '../protocol/crypto.js';
+import { isWebhookVerificationError, payloadTooLarge, WebhookVerificationError } from '../protocol/errors.js';
+import type { HandleInput } from '../seams/handle-input.js';
+import { getHeader, type HeadersInput } from '../protocol/headers.js';
+import type { Maybe } from '../util/maybe.js';
 import type { ResolvedOptions } from './options.js';
-import { type VerifiedDelivery, verifyDeliveryAnywhere } from './verify.js';
+import { type VerifiedDelivery, verifyDeliveryAnywhere } from '../protocol/verify.js';
 
 const EMPTY = new Uint8Array(0);
 const DIGITS = /^[0-9]+$/;

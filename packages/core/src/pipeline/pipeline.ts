@@ -1,14 +1,14 @@
 import { admitBody, headersOf, readFailure, receive } from './admit.js';
 import { answer, answerOutcome, ok } from './answer.js';
-import type { AnyHandler, ErrorContext } from './context.js';
-import { isWebhookVerificationError, WebhookVerificationError } from './errors.js';
-import type { HandleInput, WebhookResponse } from './handle-input.js';
-import { getHeader, HEADER, type HeadersInput } from './headers.js';
-import { isThenable, type Maybe } from './maybe.js';
+import type { AnyHandler, ErrorContext } from '../seams/context.js';
+import { isWebhookVerificationError, WebhookVerificationError } from '../protocol/errors.js';
+import type { HandleInput, WebhookResponse } from '../seams/handle-input.js';
+import { getHeader, HEADER, type HeadersInput } from '../protocol/headers.js';
+import { isThenable, type Maybe } from '../util/maybe.js';
 import type { ResolvedOptions } from './options.js';
-import { enqueueAndAnswer } from './queue.js';
-import { runOnce } from './run-once.js';
-import type { VerifiedDelivery } from './verify.js';
+import { enqueueAndAnswer } from '../modes/queued.js';
+import { runOnce } from '../modes/run-once.js';
+import type { VerifiedDelivery } from '../protocol/verify.js';
 
 const NO_HEADERS: HeadersInput = {};
 

@@ -4,7 +4,7 @@
 // and forgets its oldest completed events, when ids expire, and when the index grows.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type ClaimResult, MemoryStore } from './index.js';
+import { type ClaimResult, MemoryStore } from '../index.js';
 
 interface ModelEntry {
   state: 'in-flight' | 'completed';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSignatureHeader, WebhookVerificationError } from './index.js';
+import { parseSignatureHeader, WebhookVerificationError } from '../index.js';
 
 const HEX = 'ab'.repeat(32);
 const HEX2 = 'cd'.repeat(32);

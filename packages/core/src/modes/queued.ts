@@ -1,9 +1,9 @@
-import { accepted, answer } from './answer.js';
-import type { AnyHandler, ErrorContext, HandlerContext } from './context.js';
-import { cancelDeadline, setDeadline } from './deadlines.js';
-import { WebhookVerificationError } from './errors.js';
-import type { AnyEvent } from './events.js';
-import type { WebhookResponse } from './handle-input.js';
+import { accepted, answer } from '../pipeline/answer.js';
+import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
+import { cancelDeadline, setDeadline } from '../util/deadlines.js';
+import { WebhookVerificationError } from '../protocol/errors.js';
+import type { AnyEvent } from '../protocol/events.js';
+import type { WebhookResponse } from '../seams/handle-input.js';
 import { beginEvent } from './store-protocol.js';
 import {
   commitFailed,
@@ -11,7 +11,7 @@ import {
   type EventTransactions,
   type OpenEvent,
   rollbackFailed,
-} from './transactions.js';
+} from '../seams/transactions.js';
 
 /**
  * A verified delivery as a queue stores it: the signed event, and the delivery's id and signature

@@ -1,9 +1,9 @@
-import type { AnyHandler, ErrorContext, HandlerContext } from './context.js';
-import { cancelDeadline, setDeadline } from './deadlines.js';
-import { WebhookVerificationError } from './errors.js';
-import type { AnyEvent } from './events.js';
-import { isThenable, type Maybe } from './maybe.js';
-import type { IdempotencyStore } from './store.js';
+import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
+import { cancelDeadline, setDeadline } from '../util/deadlines.js';
+import { WebhookVerificationError } from '../protocol/errors.js';
+import type { AnyEvent } from '../protocol/events.js';
+import { isThenable, type Maybe } from '../util/maybe.js';
+import type { IdempotencyStore } from '../seams/store.js';
 import {
   beginEvent,
   type ClaimOutcome,
@@ -13,7 +13,7 @@ import {
   keepClaim,
   releaseClaim,
 } from './store-protocol.js';
-import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } from './transactions.js';
+import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } from '../seams/transactions.js';
 
 /** What running a verified event once came to, for the pipeline to answer. */
 export type Outcome = { kind: 'done'; duplicate: boolean } | { kind: 'rejected'; error: WebhookVerificationError };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_COMPLETED_TTL_MS, DEFAULT_IN_FLIGHT_TTL_MS, MemoryStore, Webhooks } from './index.js';
-import { createSignedRequest, createTestEvent } from './testing.js';
+import { DEFAULT_COMPLETED_TTL_MS, DEFAULT_IN_FLIGHT_TTL_MS, MemoryStore, Webhooks } from '../index.js';
+import { createSignedRequest, createTestEvent } from '../testing.js';
 
 /** A clock the test moves by hand. */
 function clock(start = 1_000_000) {

@@ -1,4 +1,4 @@
-import type { HeadersInput } from './headers.js';
+import type { HeadersInput } from '../protocol/headers.js';
 
 /**
  * Reads a request body with a byte limit and a deadline, for adapters. Throw a

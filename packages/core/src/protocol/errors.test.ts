@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_STATUS, isWebhookVerificationError, WebhookVerificationError } from './index.js';
+import { ERROR_STATUS, isWebhookVerificationError, WebhookVerificationError } from '../index.js';
 
 describe('WebhookVerificationError', () => {
   it.each(Object.entries(ERROR_STATUS))('%s has status %i', (code, status) => {

@@ -1,9 +1,9 @@
-import { cancelDeadline, type Deadline, setDeadline } from './deadlines.js';
-import { WebhookVerificationError } from './errors.js';
-import { isThenable, type Maybe } from './maybe.js';
-import { claimNow, completeNow, type MemoryStore, releaseNow, syncMemoryStore } from './memory-store.js';
-import { type ClaimResult, DEFAULT_IN_FLIGHT_TTL_MS, type IdempotencyStore } from './store.js';
-import { beginFailed, checkBegun, type EventTransactions, type OpenEvent } from './transactions.js';
+import { cancelDeadline, type Deadline, setDeadline } from '../util/deadlines.js';
+import { WebhookVerificationError } from '../protocol/errors.js';
+import { isThenable, type Maybe } from '../util/maybe.js';
+import { claimNow, completeNow, type MemoryStore, releaseNow, syncMemoryStore } from '../stores/memory-store.js';
+import { type ClaimResult, DEFAULT_IN_FLIGHT_TTL_MS, type IdempotencyStore } from '../seams/store.js';
+import { beginFailed, checkBegun, type EventTransactions, type OpenEvent } from '../seams/transactions.js';
 
 /**
  * How core drives an `IdempotencyStore`: every call it makes (claim, complete, release, extend),

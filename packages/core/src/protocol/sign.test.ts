@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { sign } from './index.js';
+import { sign } from '../index.js';
 
 const SECRET = 'whsec_sign_test_5d4c3b2a';
 

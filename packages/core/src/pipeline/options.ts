@@ -1,8 +1,8 @@
-import { MemoryStore } from './memory-store.js';
-import { assertKnownOptions, describeType } from './option-checks.js';
-import { isWebhookQueue, type WebhookQueue } from './queue.js';
-import { type IdempotencyStore, isIdempotencyStore } from './store.js';
-import { type EventTransactions, isEventTransactions } from './transactions.js';
+import { MemoryStore } from '../stores/memory-store.js';
+import { assertKnownOptions, describeType } from '../util/option-checks.js';
+import { isWebhookQueue, type WebhookQueue } from '../modes/queued.js';
+import { type IdempotencyStore, isIdempotencyStore } from '../seams/store.js';
+import { type EventTransactions, isEventTransactions } from '../seams/transactions.js';
 
 /**
  * Options of `new Webhooks(…)`, checked once when the object is built.

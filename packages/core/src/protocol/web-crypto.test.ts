@@ -6,8 +6,8 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { bytesEqual, bytesToHex, hmacSha256, setWebCryptoOnly } from './crypto.js';
-import { isWebhookVerificationError, sign, Webhooks, type WebhooksOptions } from './index.js';
-import { createSignedRequest, createTestEvent } from './testing.js';
+import { isWebhookVerificationError, sign, Webhooks, type WebhooksOptions } from '../index.js';
+import { createSignedRequest, createTestEvent } from '../testing.js';
 import { verifyDelivery, verifyDeliveryWeb } from './verify.js';
 import { hmacSha256Web } from './web-crypto.js';
 

@@ -1,4 +1,4 @@
-import { WebhookVerificationError } from './errors.js';
+import { WebhookVerificationError } from '../protocol/errors.js';
 
 /**
  * Transactional mode, the seam between pixhook and a database (`@pixhook/postgres`'

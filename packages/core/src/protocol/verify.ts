@@ -10,7 +10,7 @@ import {
 import { WebhookVerificationError } from './errors.js';
 import type { AnyEvent } from './events.js';
 import { getHeader, HEADER, type HeadersInput } from './headers.js';
-import type { ResolvedOptions } from './options.js';
+import type { ResolvedOptions } from '../pipeline/options.js';
 import { parseEvent } from './parse-event.js';
 import { type ParsedSignatureHeader, parseSignatureHeader } from './signature-header.js';
 import { hmacSha256Web } from './web-crypto.js';
