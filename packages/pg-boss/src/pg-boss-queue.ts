@@ -18,10 +18,6 @@ import { type PgBossStatements, pgBossStatements } from './sql.js';
 import type { PgBossLike, PgBossSendOptions, PgBossWorker, ProcessingWebhooks } from './types.js';
 import { messageOf, type StartedWorker, startPgBossWorker } from './worker.js';
 
-export { pgBossJobIdFor } from './job-id.js';
-export type { PgBossBackoffOptions, PgBossQueueOptions, PgBossWorkerOptions } from './options.js';
-export type { PgBossLike, PgBossWorker, ProcessingWebhooks } from './types.js';
-
 /**
  * An event whose job ran out of attempts, kept until retried or discarded (or until pg-boss's
  * maintenance deletes it: see the queue's doc). Its `jobId` is the pg-boss job id:

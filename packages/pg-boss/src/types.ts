@@ -2,8 +2,9 @@ import type { ErrorContext, QueuedDelivery, QueuedRun, WebhookVerificationError 
 
 /**
  * What PgBossQueue uses of a `PgBoss` instance (pg-boss 10.x): a `new PgBoss(…)` fits it. Written
- * out here rather than imported from pg-boss, so that `@pixhook/postgres`' types do not need
- * pg-boss installed (it is an optional peer: the store and transactions work without it).
+ * out here rather than imported from pg-boss, so that these types need no pg-boss installed (an
+ * optional peer: `@pixhook/postgres`, which re-exports this queue until its next minor, must load
+ * and type-check without it).
  */
 export interface PgBossLike {
   send(name: string, data: object, options: PgBossSendOptions): Promise<string | null>;

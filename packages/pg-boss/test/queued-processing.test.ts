@@ -8,7 +8,8 @@
 import { inspect } from 'node:util';
 import { Webhooks, type WebhookVerificationError } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
-import { migrate, PgBossQueue, PostgresTransactions, pgBossJobIdFor } from '@pixhook/postgres';
+import { PgBossQueue, pgBossJobIdFor } from '@pixhook/pg-boss';
+import { migrate, PostgresTransactions } from '@pixhook/postgres';
 import { ADAPTERS } from '@pixhook/test-helpers/adapters';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import pg from 'pg';

@@ -1,12 +1,7 @@
 /** What editors infer in queued mode on pg-boss (vitest typecheck). */
 import { type QueuedDelivery, type QueuedRun, type WebhookQueue, Webhooks } from '@pixhook/core';
-import {
-  type PgBossDeadLetter,
-  type PgBossLike,
-  PgBossQueue,
-  type PgBossWorker,
-  PostgresTransactions,
-} from '@pixhook/postgres';
+import { type PgBossDeadLetter, type PgBossLike, PgBossQueue, type PgBossWorker } from '@pixhook/pg-boss';
+import { PostgresTransactions } from '@pixhook/postgres';
 import type { Request } from 'express';
 import type { Pool, PoolClient } from 'pg';
 import PgBoss from 'pg-boss';

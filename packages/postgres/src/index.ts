@@ -11,6 +11,6 @@ export {
   type PgBossWorkerOptions,
   type ProcessingWebhooks,
   pgBossJobIdFor,
-} from '../../pg-boss/src/pg-boss-queue.js';
+} from './pg-boss-moved.js';
 export { PostgresStore } from './postgres-store.js';
 export { PostgresTransactions } from './postgres-transactions.js';

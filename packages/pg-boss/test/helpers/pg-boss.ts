@@ -2,7 +2,7 @@
 
 import { type AnyEvent, type HandlerContext, Webhooks, type WebhookVerificationError } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
-import { PgBossQueue, type PgBossQueueOptions, pgBossJobIdFor } from '@pixhook/postgres';
+import { PgBossQueue, type PgBossQueueOptions, pgBossJobIdFor } from '@pixhook/pg-boss';
 import PgBoss from 'pg-boss';
 
 export const SECRET = 'whsec_pgboss_tests_4d5e6f';

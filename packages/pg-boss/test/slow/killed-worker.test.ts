@@ -8,7 +8,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { migrate, pgBossJobIdFor } from '@pixhook/postgres';
+import { pgBossJobIdFor } from '@pixhook/pg-boss';
+import { migrate } from '@pixhook/postgres';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import pg from 'pg';
 import type PgBoss from 'pg-boss';

@@ -7,7 +7,8 @@
  */
 
 import { Webhooks } from '@pixhook/core';
-import { migrate, PgBossQueue, PostgresTransactions } from '@pixhook/postgres';
+import { PgBossQueue } from '@pixhook/pg-boss';
+import { migrate, PostgresTransactions } from '@pixhook/postgres';
 import { ADAPTERS, type Client } from '@pixhook/test-helpers/adapters';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import pg from 'pg';

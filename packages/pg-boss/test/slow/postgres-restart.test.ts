@@ -7,7 +7,8 @@
  * (cron scheduling on) apart from a short maintenance interval.
  */
 import { Webhooks } from '@pixhook/core';
-import { migrate, PgBossQueue, PostgresTransactions, pgBossJobIdFor } from '@pixhook/postgres';
+import { PgBossQueue, pgBossJobIdFor } from '@pixhook/pg-boss';
+import { migrate, PostgresTransactions } from '@pixhook/postgres';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
