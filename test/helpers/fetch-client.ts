@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { FetchHandler } from '@pixhook/fetch';
-import type { Client, TestRequest, TestResponse } from './adapters.js';
+import type { Client, TestRequest, TestResponse } from './http.js';
 
 /**
  * A pull-based web stream over a Node stream: chunks are read only when the consumer asks, and

@@ -1,3 +1,4 @@
+export { WEBHOOKS_OPTION_NAMES, type WebhooksOptions } from './pipeline/options.js';
 export {
   bodyTimeout,
   ERROR_STATUS,
@@ -18,11 +19,11 @@ export {
   type UnknownEventType,
   type WebhookEvent,
 } from './protocol/events.js';
-export type { BodyReader, HandleInput, WebhookResponse } from './seams/handle-input.js';
 export type { HeadersInput } from './protocol/headers.js';
-export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
-export { assertKnownOptions, describeType } from './util/option-checks.js';
-export { MAX_SECRETS, WEBHOOKS_OPTION_NAMES, type WebhooksOptions } from './pipeline/options.js';
+export { MAX_SECRETS } from './protocol/secrets.js';
+export { sign } from './protocol/sign.js';
+export { type ParsedSignatureHeader, parseSignatureHeader } from './protocol/signature-header.js';
+export type { BodyReader, HandleInput, WebhookResponse } from './seams/handle-input.js';
 export {
   type DeadLetter,
   type DeadLetterListOptions,
@@ -31,9 +32,7 @@ export {
   type QueuedDelivery,
   type QueuedRun,
   type WebhookQueue,
-} from './modes/queued.js';
-export { sign } from './protocol/sign.js';
-export { type ParsedSignatureHeader, parseSignatureHeader } from './protocol/signature-header.js';
+} from './seams/queue.js';
 export {
   type ClaimResult,
   DEFAULT_COMPLETED_TTL_MS,
@@ -47,6 +46,8 @@ export {
   isEventTransactions,
   type OpenEvent,
 } from './seams/transactions.js';
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
+export { assertKnownOptions, describeType } from './util/option-checks.js';
 export {
   type ErrorContext,
   type ErrorHandler,

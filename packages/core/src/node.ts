@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { WebhookVerificationError } from './protocol/errors.js';
-import type { BodyReader, WebhookResponse } from './seams/handle-input.js';
 import { readStream } from './runtime/read-stream.js';
+import type { BodyReader, WebhookResponse } from './seams/handle-input.js';
 
 /**
  * A `BodyReader` for a Node request, shared by the Express and Koa adapters. It uses a raw copy of

@@ -1,5 +1,7 @@
+import { processQueued } from './modes/queued.js';
 import { headersOf, rawBytes } from './pipeline/admit.js';
-import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './seams/context.js';
+import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './pipeline/options.js';
+import { type PipelineHost, runPipeline } from './pipeline/pipeline.js';
 import type { WebhookVerificationError } from './protocol/errors.js';
 import {
   type AnyEvent,
@@ -9,12 +11,11 @@ import {
   type EventOf,
   type EventType,
 } from './protocol/events.js';
-import type { HandleInput, WebhookResponse } from './seams/handle-input.js';
-import type { HeadersInput } from './protocol/headers.js';
-import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './pipeline/options.js';
-import { type PipelineHost, runPipeline } from './pipeline/pipeline.js';
-import { processQueued, type QueuedDelivery, type QueuedRun } from './modes/queued.js';
+import { type HeadersInput, readDeliveryHeaders } from './protocol/headers.js';
 import { verifyDelivery, verifyDeliveryAnywhere } from './protocol/verify.js';
+import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './seams/context.js';
+import type { HandleInput, WebhookResponse } from './seams/handle-input.js';
+import type { QueuedDelivery, QueuedRun } from './seams/queue.js';
 
 export type {
   ErrorContext,
@@ -140,7 +141,7 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
     // Checked first: without the bytes nothing about the request can be judged, and a missing raw
     // copy is this app's setup, which every request would hit.
     const body = rawBytes(rawBody, 'verify()', 'unavailable');
-    return verifyDelivery(this.#options, body, headersOf(headers)).event as AnyEvent<M>;
+    return verifyDelivery(this.#options, body, readDeliveryHeaders(headersOf(headers))).event as AnyEvent<M>;
   }
 
   /**
@@ -155,7 +156,8 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    */
   async verifyAsync(rawBody: Uint8Array | string, headers: HeadersInput): Promise<AnyEvent<M>> {
     const body = rawBytes(rawBody, 'verifyAsync()', 'unavailable');
-    return (await verifyDeliveryAnywhere(this.#options, body, headersOf(headers))).event as AnyEvent<M>;
+    return (await verifyDeliveryAnywhere(this.#options, body, readDeliveryHeaders(headersOf(headers))))
+      .event as AnyEvent<M>;
   }
 
   /**

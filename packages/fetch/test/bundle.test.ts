@@ -32,11 +32,11 @@ describe('bundling @pixhook/fetch for a platform without Node', () => {
       // It takes in core's pipeline and Web Crypto verifier, and not the Node adapters' body reader.
       expect(inputs).toEqual(
         expect.arrayContaining([
-          expect.stringMatching(/core\/src\/pipeline\.ts$/),
-          expect.stringMatching(/core\/src\/web-crypto\.ts$/),
+          expect.stringMatching(/core\/src\/pipeline\/pipeline\.ts$/),
+          expect.stringMatching(/core\/src\/protocol\/web-crypto\.ts$/),
         ]),
       );
-      expect(inputs.filter((input) => /core\/src\/(node|read-stream)\.ts$/.test(input))).toEqual([]);
+      expect(inputs.filter((input) => /core\/src\/(node|runtime\/read-stream)\.ts$/.test(input))).toEqual([]);
       expect(code).toContain('importKey');
     },
   );

@@ -1,10 +1,8 @@
-import { accepted, answer } from '../pipeline/answer.js';
-import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
-import { cancelDeadline, setDeadline } from '../util/deadlines.js';
+// Queued mode: in the request, the write of a verified delivery to the queue (enqueue); in a
+// worker, the run of a queued delivery's handlers (processQueued).
 import { WebhookVerificationError } from '../protocol/errors.js';
-import type { AnyEvent } from '../protocol/events.js';
-import type { WebhookResponse } from '../seams/handle-input.js';
-import { beginEvent } from './store-protocol.js';
+import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
+import { isQueuedDelivery, type QueuedDelivery, type QueuedRun, type WebhookQueue } from '../seams/queue.js';
 import {
   commitFailed,
   commitReadBack,
@@ -12,112 +10,9 @@ import {
   type OpenEvent,
   rollbackFailed,
 } from '../seams/transactions.js';
-
-/**
- * A verified delivery as a queue stores it: the signed event, and the delivery's id and signature
- * timestamp. Nothing else from the request is kept.
- */
-export interface QueuedDelivery {
-  /** The verified event, as parsed from the signed body. */
-  readonly event: AnyEvent;
-  /** The X-Service-Delivery header of the delivery that was queued. */
-  readonly deliveryId: string;
-  /** The signature's `t`, in Unix seconds. */
-  readonly timestamp: number;
-}
-
-/**
- * Queued processing, the seam between pixhook and a durable queue engine (`@pixhook/bullmq`,
- * `@pixhook/postgres`' pg-boss queue). With `new Webhooks({ queue })` every adapter answers a
- * verified delivery 202 once `enqueue` resolves, and the engine's workers run the handlers later
- * through `webhooks.process()`.
- *
- * @example
- * const queue: WebhookQueue = {
- *   async enqueue(delivery) { await jobs.insert({ id: delivery.event.id, data: delivery }) }, // ignore a duplicate id
- * }
- */
-export interface WebhookQueue {
-  /**
-   * Stores `delivery` durably, keyed on `delivery.event.id`, and resolves once the engine has
-   * confirmed the write. An id already stored (queued, running, done or dead-lettered) resolves
-   * too, without a second job. Rejecting answers 503 `QUEUE_UNAVAILABLE`, and the service retries.
-   */
-  enqueue(delivery: QueuedDelivery): Promise<unknown>;
-  /**
-   * Optional. Longest wait for `enqueue` to confirm, in ms: core answers 503 `QUEUE_UNAVAILABLE`
-   * past it (or past `handlerTimeoutMs`, when that is shorter), on its shared deadline timers, so an
-   * engine needs no timer of its own per delivery.
-   */
-  readonly enqueueTimeoutMs?: number;
-}
-
-/** What a handler run by a queue worker learns of its job (`context.job`). */
-export interface QueuedRun {
-  /** The engine that runs it, e.g. `'bullmq'`. */
-  readonly engine: string;
-  /** The job's id in the engine (derived from the event id). */
-  readonly jobId: string;
-  /** 1 for the first run, 2 for the first retry, and so on. */
-  readonly attempt: number;
-  /** Runs the job gets before it becomes a dead letter. */
-  readonly maxAttempts: number;
-  /** When the delivery was queued, in milliseconds since the epoch. */
-  readonly queuedAt: number;
-}
-
-/**
- * An event whose job ran out of attempts, kept by its queue engine until retried or discarded
- * (`listDeadLetters()` of `@pixhook/bullmq` and of `@pixhook/postgres`' pg-boss queue). Every string
- * in it was read from the engine's storage: treat it as untrusted text where you show it.
- */
-export interface DeadLetter {
-  /** The engine's job id, derived from the event id. */
-  readonly jobId: string;
-  /** The queued delivery: the verified event, its delivery id and signature timestamp; undefined for a job that held none. */
-  readonly delivery: QueuedDelivery | undefined;
-  /** Runs that failed. */
-  readonly attemptsMade: number;
-  /** When the delivery was queued, in ms since the epoch. */
-  readonly queuedAt: number;
-  /** When the last run failed, in ms since the epoch. */
-  readonly failedAt: number | undefined;
-  /** The last error's message. */
-  readonly error: string;
-  /** The last error's stack, when the handler's error had one. */
-  readonly stack: string | undefined;
-}
-
-/** Which dead letters to list. */
-export interface DeadLetterListOptions {
-  /** Dead letters to skip, newest first. @default 0 */
-  offset?: number;
-  /** Most dead letters to return. @default 100 */
-  limit?: number;
-}
-
-/** True when `value` has an `enqueue` method (a `WebhookQueue`). */
-export function isWebhookQueue(value: unknown): value is WebhookQueue {
-  return typeof value === 'object' && value !== null && typeof (value as WebhookQueue).enqueue === 'function';
-}
-
-/**
- * True when `value` has the shape of a `QueuedDelivery` (an engine checks a job's data with it
- * before running it: a job written by something else is failed, not run).
- */
-export function isQueuedDelivery(value: unknown): value is QueuedDelivery {
-  if (typeof value !== 'object' || value === null) return false;
-  const { event, deliveryId, timestamp } = value as Record<string, unknown>;
-  if (typeof event !== 'object' || event === null) return false;
-  const { id, type } = event as Record<string, unknown>;
-  return (
-    typeof id === 'string' &&
-    typeof type === 'string' &&
-    typeof deliveryId === 'string' &&
-    typeof timestamp === 'number' &&
-    Number.isFinite(timestamp)
-  );
-}
+import { cancelDeadline, setDeadline } from '../util/deadlines.js';
+import { type Outcome, QUEUED } from './outcome.js';
+import { beginEvent } from './store-protocol.js';
 
 /** What the queued paths need from a `Webhooks`. */
 export interface QueueHost {
@@ -142,33 +37,34 @@ function writeDeadline(
   const own = options.enqueueDeadline;
   const budget = options.deliveryTimeoutMs;
   if (budget === undefined) return own;
-  // Rounded down to 10 ms: deadlines are grouped by duration (deadlines.ts).
+  // Rounded down to 10 ms: deadlines are grouped by duration (util/deadlines.ts).
   const left = Math.max(1, Math.floor((budget - (performance.now() - startedAt)) / 10) * 10);
   return own !== undefined && own.ms <= left ? own : { ms: left, option: 'what was left of deliveryTimeoutMs' };
 }
 
 /**
- * Queued mode, in the request: writes the verified delivery to the queue and answers 202 once the
- * engine confirmed it; 503 `QUEUE_UNAVAILABLE` when it failed, or did not confirm within the
- * queue's `enqueueTimeoutMs` (or `handlerTimeoutMs`, the shorter). Never rejects. A write that completes after the 503 is harmless: the
- * service's retry finds the job and is answered 202 without a second one.
+ * Queued mode, in the request: writes the verified delivery to the queue; `queued` once the engine
+ * confirmed it (the pipeline answers 202), `rejected` with 503 `QUEUE_UNAVAILABLE` (told to
+ * `onError`) when it failed, or did not confirm within the queue's `enqueueTimeoutMs` (or
+ * `handlerTimeoutMs`, the shorter). Never rejects. A write that completes after the 503 is
+ * harmless: the service's retry finds the job and is answered 202 without a second one.
  */
-export function enqueueAndAnswer(
+export function enqueue(
   host: QueueHost,
   queue: WebhookQueue,
   delivery: QueuedDelivery,
   request: unknown,
   startedAt = performance.now(),
-): Promise<WebhookResponse> {
+): Promise<Outcome> {
   const { event, deliveryId, timestamp } = delivery;
-  const refuse = (error: WebhookVerificationError): WebhookResponse => {
+  const refuse = (error: WebhookVerificationError): Outcome => {
     host.reportError(error, { request, deliveryId, timestamp, event });
-    return answer(error);
+    return { kind: 'rejected', error };
   };
   // A queue that throws synchronously, or returns something that is not a promise, is handled alike.
   const written = new Promise((resolve) => resolve(queue.enqueue({ event, deliveryId, timestamp })));
   const limit = writeDeadline(host.options, startedAt);
-  return new Promise<WebhookResponse>((resolve) => {
+  return new Promise<Outcome>((resolve) => {
     let answered = false;
     const deadline =
       limit === undefined
@@ -187,7 +83,7 @@ export function enqueueAndAnswer(
     written.then(
       () => {
         if (deadline) cancelDeadline(deadline);
-        if (!answered) resolve(accepted());
+        if (!answered) resolve(QUEUED);
       },
       (cause: unknown) => {
         if (deadline) cancelDeadline(deadline);

@@ -1,9 +1,11 @@
-import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
-import { cancelDeadline, setDeadline } from '../util/deadlines.js';
 import { WebhookVerificationError } from '../protocol/errors.js';
 import type { AnyEvent } from '../protocol/events.js';
-import { isThenable, type Maybe } from '../util/maybe.js';
+import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
 import type { IdempotencyStore } from '../seams/store.js';
+import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } from '../seams/transactions.js';
+import { cancelDeadline, setDeadline } from '../util/deadlines.js';
+import { isThenable, type Maybe } from '../util/maybe.js';
+import { DONE, DUPLICATE, type Outcome } from './outcome.js';
 import {
   beginEvent,
   type ClaimOutcome,
@@ -13,10 +15,6 @@ import {
   keepClaim,
   releaseClaim,
 } from './store-protocol.js';
-import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } from '../seams/transactions.js';
-
-/** What running a verified event once came to, for the pipeline to answer. */
-export type Outcome = { kind: 'done'; duplicate: boolean } | { kind: 'rejected'; error: WebhookVerificationError };
 
 /** What `runOnce` needs from its host: the store, the deadline, and where to report. */
 export interface RunOnceHost {
@@ -32,9 +30,6 @@ export interface RunOnceHost {
   };
   reportError(error: WebhookVerificationError, context: ErrorContext): void;
 }
-
-const DONE: Outcome = { kind: 'done', duplicate: false };
-const DUPLICATE: Outcome = { kind: 'done', duplicate: true };
 
 /** One run of one event: its handlers and their context. */
 interface Run {
@@ -148,7 +143,7 @@ function failed(run: Run, claim: HeldClaim, cause: unknown): Maybe<Outcome> {
 
 /**
  * Milliseconds left of the delivery's budget (`deliveryTimeoutMs`), at least 1; undefined without
- * one. Rounded down to 10 ms: deadlines are grouped by duration (deadlines.ts), so this keeps their
+ * one. Rounded down to 10 ms: deadlines are grouped by duration (util/deadlines.ts), so this keeps their
  * number small.
  */
 function budgetLeft(run: Run): number | undefined {

@@ -1,9 +1,9 @@
-import { cancelDeadline, type Deadline, setDeadline } from '../util/deadlines.js';
 import { WebhookVerificationError } from '../protocol/errors.js';
-import { isThenable, type Maybe } from '../util/maybe.js';
-import { claimNow, completeNow, type MemoryStore, releaseNow, syncMemoryStore } from '../stores/memory-store.js';
 import { type ClaimResult, DEFAULT_IN_FLIGHT_TTL_MS, type IdempotencyStore } from '../seams/store.js';
 import { beginFailed, checkBegun, type EventTransactions, type OpenEvent } from '../seams/transactions.js';
+import { claimNow, completeNow, type MemoryStore, releaseNow, syncMemoryStore } from '../stores/memory-store.js';
+import { cancelDeadline, type Deadline, setDeadline } from '../util/deadlines.js';
+import { isThenable, type Maybe } from '../util/maybe.js';
 
 /**
  * How core drives an `IdempotencyStore`: every call it makes (claim, complete, release, extend),
@@ -220,7 +220,7 @@ export function keepClaim(claim: HeldClaim, report: Report): () => void {
 /**
  * Renews the claim every third of the store's `inFlightTtlMs`, from now, so that no retry runs the
  * event beside the run; returns the function that stops. Only stores with `extend` can. The
- * renewals ride core's shared deadline timers (deadlines.ts): a run that ends before the first one
+ * renewals ride core's shared deadline timers (util/deadlines.ts): a run that ends before the first one
  * costs a set insertion and a deletion, not a timer.
  */
 function renewClaim(store: IdempotencyStore, id: string, token: string | number, report: Report): () => void {

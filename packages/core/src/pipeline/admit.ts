@@ -1,10 +1,10 @@
 import { toBytes } from '../protocol/crypto.js';
 import { isWebhookVerificationError, payloadTooLarge, WebhookVerificationError } from '../protocol/errors.js';
+import type { DeliveryHeaders, HeadersInput } from '../protocol/headers.js';
+import { type VerifiedDelivery, verifyDeliveryAnywhere } from '../protocol/verify.js';
 import type { HandleInput } from '../seams/handle-input.js';
-import { getHeader, type HeadersInput } from '../protocol/headers.js';
 import type { Maybe } from '../util/maybe.js';
 import type { ResolvedOptions } from './options.js';
-import { type VerifiedDelivery, verifyDeliveryAnywhere } from '../protocol/verify.js';
 
 const EMPTY = new Uint8Array(0);
 const DIGITS = /^[0-9]+$/;
@@ -65,20 +65,24 @@ export function readFailure(cause: unknown, limit: number): WebhookVerificationE
   );
 }
 
-/**
- * Method and declared size, then the body: the raw body as given or as its reader returned it, or
- * the reader's promise of it. Throws the `WebhookVerificationError` that answers the request; a
- * reader's failure (thrown here, or the promise's rejection) means what `readFailure` says.
- */
-export function receive(options: ResolvedOptions, input: HandleInput, headers: HeadersInput): unknown {
-  if (input.method !== undefined && input.method !== 'POST') {
+/** A method other than POST answers 405 (an omitted one is taken as POST). */
+export function checkMethod(method: unknown): void {
+  if (method !== undefined && method !== 'POST') {
     throw new WebhookVerificationError(
       'METHOD_NOT_ALLOWED',
-      `Webhook deliveries are POST requests; ${String(input.method).slice(0, 20)} is not allowed here.`,
+      `Webhook deliveries are POST requests; ${String(method).slice(0, 20)} is not allowed here.`,
     );
   }
+}
+
+/**
+ * The declared size, then the body: the raw body as given or as its reader returned it, or the
+ * reader's promise of it. Throws the `WebhookVerificationError` that answers the request; a
+ * reader's failure (thrown here, or the promise's rejection) means what `readFailure` says.
+ */
+export function receive(options: ResolvedOptions, input: HandleInput, headers: DeliveryHeaders): unknown {
   const limit = options.maxBodyBytes;
-  const declared = getHeader(headers, 'content-length');
+  const declared = headers.contentLength;
   // Refuse a declared oversize body before reading a byte of it.
   if (declared !== undefined && DIGITS.test(declared) && Number(declared) > limit) {
     const error = payloadTooLarge(limit);
@@ -98,7 +102,7 @@ export function receive(options: ResolvedOptions, input: HandleInput, headers: H
  * The size check and verification of a body that has arrived: every answer decided before the
  * store and the handlers. At once on `node:crypto`; a promise on Web Crypto.
  */
-export function admitBody(options: ResolvedOptions, raw: unknown, headers: HeadersInput): Maybe<VerifiedDelivery> {
+export function admitBody(options: ResolvedOptions, raw: unknown, headers: DeliveryHeaders): Maybe<VerifiedDelivery> {
   const body = rawBytes(raw, 'webhooks.handle()');
   if (body.byteLength > options.maxBodyBytes) throw payloadTooLarge(options.maxBodyBytes);
   return verifyDeliveryAnywhere(options, body, headers);

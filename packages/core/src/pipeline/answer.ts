@@ -1,7 +1,7 @@
-import { refusedUnread } from './admit.js';
+import type { Outcome } from '../modes/outcome.js';
 import type { WebhookVerificationError } from '../protocol/errors.js';
 import type { WebhookResponse } from '../seams/handle-input.js';
-import type { Outcome } from '../modes/run-once.js';
+import { refusedUnread } from './admit.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -29,7 +29,11 @@ export function answer(error: WebhookVerificationError): WebhookResponse {
   return { status: error.status, headers, body: JSON.stringify(error.toJSON()) };
 }
 
-/** The answer to what running the handlers came to. */
+/** The answer to what the mode made of the delivery. */
 export function answerOutcome(outcome: Outcome): WebhookResponse {
-  return outcome.kind === 'done' ? ok(outcome.duplicate) : answer(outcome.error);
+  return outcome.kind === 'done'
+    ? ok(outcome.duplicate)
+    : outcome.kind === 'queued'
+      ? accepted()
+      : answer(outcome.error);
 }

@@ -1,8 +1,9 @@
-import { MemoryStore } from '../stores/memory-store.js';
-import { assertKnownOptions, describeType } from '../util/option-checks.js';
-import { isWebhookQueue, type WebhookQueue } from '../modes/queued.js';
+import { resolveSecrets } from '../protocol/secrets.js';
+import { isWebhookQueue, type WebhookQueue } from '../seams/queue.js';
 import { type IdempotencyStore, isIdempotencyStore } from '../seams/store.js';
 import { type EventTransactions, isEventTransactions } from '../seams/transactions.js';
+import { MemoryStore } from '../stores/memory-store.js';
+import { assertKnownOptions, describeType } from '../util/option-checks.js';
 
 /**
  * Options of `new Webhooks(…)`, checked once when the object is built.
@@ -150,14 +151,6 @@ function deadline(value: unknown, fallback: number, name: string): number | unde
   return value;
 }
 
-/**
- * Most secrets accepted at once: enough for a rotation (the new secret, the old one, and one more
- * while a rotation is undone or overlaps another). Each secret costs an HMAC of the whole body for
- * every request that does not match, forged ones included: 100 secrets made a forged 1 MiB request
- * cost 213 ms of CPU.
- */
-export const MAX_SECRETS = 3;
-
 /** The earlier of two optional deadlines. */
 function earlier(a: number | undefined, b: number | undefined): number | undefined {
   return a === undefined ? b : b === undefined ? a : Math.min(a, b);
@@ -180,42 +173,13 @@ function enqueueDeadline(
   return handlerTimeoutMs === undefined ? undefined : { ms: handlerTimeoutMs, option: 'handlerTimeoutMs' };
 }
 
-/** Throws a TypeError unless `secret` is a usable signing secret. The message never shows it. */
-export function assertSecret(secret: unknown, name: string): asserts secret is string {
-  if (secret === undefined || secret === null) {
-    throw new TypeError(
-      `pixhook: ${name} is missing. Pass the endpoint's signing secret from the dashboard (Keys → Webhooks), e.g. process.env.SIGNING_SECRET, and check that the variable is set.`,
-    );
-  }
-  if (typeof secret !== 'string') {
-    throw new TypeError(
-      `pixhook: ${name} must be a string, got ${typeof secret === 'object' ? describeType(secret) : `a ${typeof secret}`}.`,
-    );
-  }
-  if (secret === '') throw new TypeError(`pixhook: ${name} is empty.`);
-  if (secret.trim() !== secret) {
-    throw new TypeError(
-      `pixhook: ${name} has leading or trailing white space (a copied newline?); remove it, signatures would never match.`,
-    );
-  }
-}
-
 /** Validates the options of `new Webhooks(…)` and fills in defaults. */
 export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('pixhook: new Webhooks(options) needs an options object with a secret.');
   }
   assertKnownOptions(options, WEBHOOKS_OPTION_NAMES, 'pixhook: new Webhooks(options)');
-  const list = Array.isArray(options.secret) ? options.secret : [options.secret];
-  if (list.length === 0) throw new TypeError('pixhook: secret is an empty array; give at least one secret.');
-  if (list.length > MAX_SECRETS) {
-    throw new RangeError(
-      `pixhook: secret has ${list.length} entries; at most ${MAX_SECRETS} are accepted (the new and the old secret while rotating, and one more). Each one costs an HMAC of the whole body for every request that matches none, forged ones included: remove the secrets that are no longer used.`,
-    );
-  }
-  for (const [i, secret] of list.entries()) {
-    assertSecret(secret, Array.isArray(options.secret) ? `secret[${i}]` : 'secret');
-  }
+  const secrets = resolveSecrets(options.secret);
 
   const tolerance = options.tolerance === undefined ? 300 : options.tolerance;
   if (tolerance !== false && (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance <= 0)) {
@@ -281,7 +245,7 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
   const maxClaimMs = deadline(options.maxClaimMs, 900_000, 'maxClaimMs');
 
   return {
-    secrets: list as string[],
+    secrets,
     tolerance,
     maxBodyBytes,
     store,

@@ -1,16 +1,14 @@
-import { admitBody, headersOf, readFailure, receive } from './admit.js';
-import { answer, answerOutcome, ok } from './answer.js';
-import type { AnyHandler, ErrorContext } from '../seams/context.js';
-import { isWebhookVerificationError, WebhookVerificationError } from '../protocol/errors.js';
-import type { HandleInput, WebhookResponse } from '../seams/handle-input.js';
-import { getHeader, HEADER, type HeadersInput } from '../protocol/headers.js';
-import { isThenable, type Maybe } from '../util/maybe.js';
-import type { ResolvedOptions } from './options.js';
-import { enqueueAndAnswer } from '../modes/queued.js';
+import { enqueue } from '../modes/queued.js';
 import { runOnce } from '../modes/run-once.js';
+import { isWebhookVerificationError, WebhookVerificationError } from '../protocol/errors.js';
+import { type DeliveryHeaders, readDeliveryHeaders } from '../protocol/headers.js';
 import type { VerifiedDelivery } from '../protocol/verify.js';
-
-const NO_HEADERS: HeadersInput = {};
+import type { AnyHandler, ErrorContext } from '../seams/context.js';
+import type { HandleInput, WebhookResponse } from '../seams/handle-input.js';
+import { isThenable, type Maybe } from '../util/maybe.js';
+import { admitBody, checkMethod, headersOf, readFailure, receive } from './admit.js';
+import { answer, answerOutcome, ok } from './answer.js';
+import type { ResolvedOptions } from './options.js';
 
 /** What the pipeline needs from a `Webhooks`: its options, the handlers of a type, where to report. */
 export interface PipelineHost {
@@ -41,21 +39,24 @@ export function runPipeline(host: PipelineHost, input: HandleInput): Promise<Web
   // Nothing from here on holds `input` (and a body passed in it) once it is admitted, so the raw
   // bytes can be freed while handlers run: the callbacks capture only the request and the headers.
   let request: unknown;
-  let headers: HeadersInput = NO_HEADERS;
+  // The headers are read once, here: everything after uses what was read.
+  let headers: DeliveryHeaders | undefined;
   let raw: unknown;
   try {
     const given = (typeof input === 'object' && input !== null ? input : {}) as HandleInput;
     request = given.request;
-    headers = headersOf(given.headers);
+    headers = readDeliveryHeaders(headersOf(given.headers));
+    checkMethod(given.method);
     raw = receive(host.options, given, headers);
   } catch (cause) {
     return Promise.resolve(refused(host, cause, request, headers));
   }
-  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, headers, request, startedAt));
+  const read = headers;
+  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, read, request, startedAt));
   const limit = host.options.maxBodyBytes;
   return Promise.resolve(raw).then(
-    (body) => proceed(host, body, headers, request, startedAt),
-    (cause: unknown) => refused(host, readFailure(cause, limit), request, headers),
+    (body) => proceed(host, body, read, request, startedAt),
+    (cause: unknown) => refused(host, readFailure(cause, limit), request, read),
   );
 }
 
@@ -63,7 +64,7 @@ export function runPipeline(host: PipelineHost, input: HandleInput): Promise<Web
 function proceed(
   host: PipelineHost,
   raw: unknown,
-  headers: HeadersInput,
+  headers: DeliveryHeaders,
   request: unknown,
   startedAt: number,
 ): Maybe<WebhookResponse> {
@@ -103,10 +104,16 @@ function answerFor(
  * The answer to a request refused before its handlers (4xx, or 500 for a failure of pixhook's own).
  * Never throws.
  */
-function refused(host: PipelineHost, cause: unknown, request: unknown, headers: HeadersInput): WebhookResponse {
+function refused(
+  host: PipelineHost,
+  cause: unknown,
+  request: unknown,
+  headers: DeliveryHeaders | undefined,
+): WebhookResponse {
   try {
     const error = isWebhookVerificationError(cause) ? cause : unexpected(cause);
-    host.reportError(error, { request, deliveryId: unverifiedDeliveryId(headers) });
+    // Unverified: the delivery id as sent, for the report only (undefined when empty or unread).
+    host.reportError(error, { request, deliveryId: headers?.delivery || undefined });
     return answer(error);
   } catch (failure) {
     return failedUnexpectedly(host, failure, request);
@@ -119,14 +126,6 @@ function failedUnexpectedly(host: PipelineHost, cause: unknown, request: unknown
   return answer(error);
 }
 
-function unverifiedDeliveryId(headers: HeadersInput): string | undefined {
-  try {
-    return getHeader(headers, HEADER.delivery) || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Runs a verified delivery's handlers once (store and deadline included) and answers how that went. */
 function runAndAnswer(
   host: PipelineHost,
@@ -137,7 +136,7 @@ function runAndAnswer(
   const queue = host.options.queue;
   // Queued mode: every verified event is queued, handlers or not here (a receiver often has none:
   // they are registered in the workers).
-  if (queue !== undefined) return enqueueAndAnswer(host, queue, delivery, request, startedAt);
+  if (queue !== undefined) return enqueue(host, queue, delivery, request, startedAt).then(answerOutcome);
   const { event, deliveryId, timestamp } = delivery;
   const handlers = host.handlersFor(event.type);
   // Nothing to run: acknowledge without a round trip to the store.

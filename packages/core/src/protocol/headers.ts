@@ -33,3 +33,28 @@ export function getHeader(headers: HeadersInput, name: string): string | undefin
   if (Array.isArray(value)) return value.join(', ');
   return String(value);
 }
+
+/**
+ * What pixhook reads of a request's headers: the delivery's three headers and its declared size.
+ * The pipeline reads them once, when the request arrives, and passes this along.
+ */
+export interface DeliveryHeaders {
+  /** X-Service-Signature: `t=…,v1=…`. */
+  readonly signature: string | undefined;
+  /** X-Service-Event: must equal the signed body's type. */
+  readonly event: string | undefined;
+  /** X-Service-Delivery: the delivery's id (not signed). */
+  readonly delivery: string | undefined;
+  /** Content-Length, as sent. */
+  readonly contentLength: string | undefined;
+}
+
+/** Reads what pixhook needs of `headers`, once. */
+export function readDeliveryHeaders(headers: HeadersInput): DeliveryHeaders {
+  return {
+    signature: getHeader(headers, HEADER.signature),
+    event: getHeader(headers, HEADER.event),
+    delivery: getHeader(headers, HEADER.delivery),
+    contentLength: getHeader(headers, 'content-length'),
+  };
+}

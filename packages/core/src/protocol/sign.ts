@@ -1,5 +1,5 @@
 import { bytesToHex, hmacSha256, toBytes } from './crypto.js';
-import { assertSecret } from '../pipeline/options.js';
+import { assertSecret } from './secrets.js';
 
 /**
  * Signs a body the way the service does: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`.

@@ -9,11 +9,20 @@ import {
 } from './crypto.js';
 import { WebhookVerificationError } from './errors.js';
 import type { AnyEvent } from './events.js';
-import { getHeader, HEADER, type HeadersInput } from './headers.js';
-import type { ResolvedOptions } from '../pipeline/options.js';
+import type { DeliveryHeaders } from './headers.js';
 import { parseEvent } from './parse-event.js';
 import { type ParsedSignatureHeader, parseSignatureHeader } from './signature-header.js';
 import { hmacSha256Web } from './web-crypto.js';
+
+/** What verification needs to know: the secrets, the tolerance and the clock (of `WebhooksOptions`, checked). */
+export interface VerifyOptions {
+  /** One or more secrets (a rotation): a signature matching any is accepted. */
+  readonly secrets: readonly string[];
+  /** Seconds the signature's `t` may differ from now; `false`: no check. */
+  readonly tolerance: number | false;
+  /** The clock, in milliseconds. */
+  readonly now: () => number;
+}
 
 /** A delivery that passed every check. */
 export interface VerifiedDelivery {
@@ -26,10 +35,10 @@ export interface VerifiedDelivery {
 
 /** Steps 1–2: parse the header and check the timestamp. */
 export function checkHeader(
-  options: Pick<ResolvedOptions, 'tolerance' | 'now'>,
-  headers: HeadersInput,
+  options: Pick<VerifyOptions, 'tolerance' | 'now'>,
+  headers: DeliveryHeaders,
 ): ParsedSignatureHeader {
-  const parsed = parseSignatureHeader(getHeader(headers, HEADER.signature));
+  const parsed = parseSignatureHeader(headers.signature);
   if (options.tolerance !== false) {
     const age = Math.floor(options.now() / 1000) - parsed.timestamp;
     if (Math.abs(age) > options.tolerance) {
@@ -64,10 +73,10 @@ export function matchSignature(expected: readonly Uint8Array[], v1: readonly str
 }
 
 /** Steps 4–6: parse the signed body, then check the unsigned headers against it. */
-export function checkBody(body: Uint8Array, headers: HeadersInput, timestamp: number): VerifiedDelivery {
+export function checkBody(body: Uint8Array, headers: DeliveryHeaders, timestamp: number): VerifiedDelivery {
   const event = parseEvent(body);
   // The headers are not signed: they may only agree with the body, never steer dispatch.
-  const eventHeader = getHeader(headers, HEADER.event);
+  const eventHeader = headers.event;
   if (eventHeader !== event.type) {
     throw new WebhookVerificationError(
       'EVENT_TYPE_MISMATCH',
@@ -76,7 +85,7 @@ export function checkBody(body: Uint8Array, headers: HeadersInput, timestamp: nu
         : "The X-Service-Event header does not equal the signed body's type.",
     );
   }
-  const deliveryId = getHeader(headers, HEADER.delivery);
+  const deliveryId = headers.delivery;
   if (deliveryId === undefined || deliveryId.trim() === '') {
     throw new WebhookVerificationError(
       'MISSING_HEADER',
@@ -91,11 +100,7 @@ export function checkBody(body: Uint8Array, headers: HeadersInput, timestamp: nu
  * `WebhookVerificationError` for every 400 row of the contract, in the contract's order; throws a
  * plain `Error` at once where the runtime has no `node:crypto`.
  */
-export function verifyDelivery(
-  options: Pick<ResolvedOptions, 'secrets' | 'tolerance' | 'now'>,
-  body: Uint8Array,
-  headers: HeadersInput,
-): VerifiedDelivery {
+export function verifyDelivery(options: VerifyOptions, body: Uint8Array, headers: DeliveryHeaders): VerifiedDelivery {
   // Up front, so a runtime without node:crypto fails the same way for every request, not only valid ones.
   if (!getNodeCrypto()) throw nodeCryptoUnavailable();
   const { t, timestamp, v1 } = checkHeader(options, headers);
@@ -112,9 +117,9 @@ export function verifyDelivery(
  * without `node:crypto`. Rejects with the same errors on the same inputs.
  */
 export async function verifyDeliveryWeb(
-  options: Pick<ResolvedOptions, 'secrets' | 'tolerance' | 'now'>,
+  options: VerifyOptions,
   body: Uint8Array,
-  headers: HeadersInput,
+  headers: DeliveryHeaders,
 ): Promise<VerifiedDelivery> {
   const { t, timestamp, v1 } = checkHeader(options, headers);
   matchSignature(await Promise.all(options.secrets.map((secret) => hmacSha256Web(secret, t, body))), v1);
@@ -126,9 +131,9 @@ export async function verifyDeliveryWeb(
  * `verifyDeliveryWeb`. Used by `handle()` and `verifyAsync()`.
  */
 export function verifyDeliveryAnywhere(
-  options: Pick<ResolvedOptions, 'secrets' | 'tolerance' | 'now'>,
+  options: VerifyOptions,
   body: Uint8Array,
-  headers: HeadersInput,
+  headers: DeliveryHeaders,
 ): VerifiedDelivery | Promise<VerifiedDelivery> {
   return getNodeCrypto() ? verifyDelivery(options, body, headers) : verifyDeliveryWeb(options, body, headers);
 }

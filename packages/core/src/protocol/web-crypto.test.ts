@@ -5,9 +5,10 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { bytesEqual, bytesToHex, hmacSha256, setWebCryptoOnly } from './crypto.js';
 import { isWebhookVerificationError, sign, Webhooks, type WebhooksOptions } from '../index.js';
 import { createSignedRequest, createTestEvent } from '../testing.js';
+import { bytesEqual, bytesToHex, hmacSha256, setWebCryptoOnly } from './crypto.js';
+import { readDeliveryHeaders } from './headers.js';
 import { verifyDelivery, verifyDeliveryWeb } from './verify.js';
 import { hmacSha256Web } from './web-crypto.js';
 
@@ -164,7 +165,7 @@ function failure(error: unknown): Outcome {
 
 function viaNode(c: Case, options: typeof OPTIONS = OPTIONS): Outcome {
   try {
-    return outcome(verifyDelivery(options, bytes(c.body), c.headers));
+    return outcome(verifyDelivery(options, bytes(c.body), readDeliveryHeaders(c.headers)));
   } catch (error) {
     return failure(error);
   }
@@ -172,7 +173,7 @@ function viaNode(c: Case, options: typeof OPTIONS = OPTIONS): Outcome {
 
 async function viaWeb(c: Case, options: typeof OPTIONS = OPTIONS): Promise<Outcome> {
   try {
-    return outcome(await verifyDeliveryWeb(options, bytes(c.body), c.headers));
+    return outcome(await verifyDeliveryWeb(options, bytes(c.body), readDeliveryHeaders(c.headers)));
   } catch (error) {
     return failure(error);
   }

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-import { cancelDeadline, type Deadline, setDeadline } from '../util/deadlines.js';
 import { bodyTimeout, payloadTooLarge } from '../protocol/errors.js';
+import { cancelDeadline, type Deadline, setDeadline } from '../util/deadlines.js';
 
 const DIGITS = /^[0-9]+$/;
 /** Smallest buffer allocated once a body spans two chunks: an idle connection costs this much. */

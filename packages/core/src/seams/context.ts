@@ -1,6 +1,6 @@
 import type { WebhookVerificationError } from '../protocol/errors.js';
 import type { AnyEvent } from '../protocol/events.js';
-import type { QueuedRun } from '../modes/queued.js';
+import type { QueuedRun } from './queue.js';
 
 /** What a handler receives besides the event. */
 export interface HandlerContext<TRequest = unknown> {

@@ -1,11 +1,11 @@
-import { CompletedEvents } from './completed-events.js';
-import { assertKnownOptions, describeType } from '../util/option-checks.js';
 import {
   type ClaimResult,
   DEFAULT_COMPLETED_TTL_MS,
   DEFAULT_IN_FLIGHT_TTL_MS,
   type IdempotencyStore,
 } from '../seams/store.js';
+import { assertKnownOptions, describeType } from '../util/option-checks.js';
+import { CompletedEvents } from './completed-events.js';
 
 /** Options of `MemoryStore`. */
 export interface MemoryStoreOptions {
