@@ -240,7 +240,7 @@ const DEPENDENCIES: Record<string, string> = {
   hono: 'packages/fetch',
   redis: 'packages/redis',
   bullmq: 'packages/bullmq',
-  'pg-boss': 'packages/postgres',
+  'pg-boss': 'packages/pg-boss',
   kysely: 'packages/postgres',
   'drizzle-orm': 'packages/postgres',
   '@types/node': '.',
