@@ -1,5 +1,25 @@
-export { type AttemptOutcome, DEFAULT_MAX_ANSWER_BYTES, type DeliveryRequest, deliver } from './deliver.js';
-export { type DiagnoseInput, type Diagnosis, type DiagnosisStep, diagnoseSignature } from './diagnose.js';
+// What `@pixhook/cli` exports besides the `pixhook` command: the delivery client, the signature
+// diagnosis, the retry schedule and its simulation, and the checks and explanations the commands
+// print. @pixhook/dashboard is built on them.
+export { receiverUrlProblem, secretProblem } from './checks.js';
+export {
+  type AttemptOutcome,
+  DEFAULT_MAX_ANSWER_BYTES,
+  type DeliveryRequest,
+  deliver,
+  sentHeaders,
+} from './deliver.js';
+export {
+  type DiagnoseInput,
+  type Diagnosis,
+  type DiagnosisStep,
+  diagnoseSignature,
+  diagnosesCode,
+} from './diagnose.js';
+export { explainCode } from './explanations.js';
+export { outcomeHint } from './io/hints.js';
+export { errorCode } from './io/output.js';
+export { headersFromRaw } from './io/raw-headers.js';
 export type { CauseId, LikelyCause } from './likely-causes.js';
 export {
   DEFAULT_DEADLINE_SECONDS,

@@ -1,11 +1,12 @@
 // Builds the dashboard's page into dist/dashboard: the Preact app bundled by esbuild (one
 // app.js, no CDN and no request outside the dashboard's own server), its stylesheet and
-// index.html copied beside it. `pnpm build` runs it after tsup, which cleans dist first.
+// index.html copied beside it, where the server (dist/index.js) reads them. The package's build
+// runs it after tsup, which cleans dist first.
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
-const source = fileURLToPath(new URL('../src/dashboard/web/', import.meta.url));
+const source = fileURLToPath(new URL('../src/web/', import.meta.url));
 const out = fileURLToPath(new URL('../dist/dashboard/', import.meta.url));
 
 mkdirSync(out, { recursive: true });

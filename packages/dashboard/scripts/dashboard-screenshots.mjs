@@ -1,7 +1,7 @@
 // Takes the screenshots of docs/dashboard.md and the README: starts a real Express receiver built
 // with @pixhook/express, `pixhook dashboard` as a user runs it, and drives the page in headless
 // Chromium (Debian's, as the tests do). Run after `pnpm build`:
-//   node packages/cli/scripts/dashboard-screenshots.mjs            # writes docs/dashboard-*.png
+//   node packages/dashboard/scripts/dashboard-screenshots.mjs      # writes docs/dashboard-*.png
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Webhooks } from '@pixhook/core';
@@ -12,7 +12,8 @@ import { chromium } from 'playwright-core';
 
 const SECRET = 'whsec_screenshots_4c1d';
 const docs = fileURLToPath(new URL('../../../docs/', import.meta.url));
-const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+// The CLI's binary, which loads this package (the workspace links it at the root) on demand.
+const cli = fileURLToPath(new URL('../../cli/dist/cli.js', import.meta.url));
 
 // The receiver: quota.exceeded fails its first two attempts, to show retries on the timeline.
 const webhooks = new Webhooks({ secret: SECRET });

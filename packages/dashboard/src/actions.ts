@@ -1,11 +1,15 @@
+import {
+  type AttemptOutcome,
+  deliver,
+  errorCode,
+  explainCode,
+  outcomeHint,
+  retryDelays,
+  sentHeaders,
+  simulateDelivery,
+} from '@pixhook/cli';
 import { parseSignatureHeader, sign, type WebhookEvent } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
-import { type AttemptOutcome, deliver, sentHeaders } from '../deliver.js';
-import { explainCode } from '../explanations.js';
-import { outcomeHint } from '../io/hints.js';
-import { errorCode } from '../io/output.js';
-import { retryDelays } from '../schedule.js';
-import { simulateDelivery } from '../simulate-delivery.js';
 import type {
   AttemptEntry,
   AttemptOrigin,

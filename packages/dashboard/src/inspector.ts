@@ -1,9 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { diagnoseSignature, diagnosesCode, errorCode, headersFromRaw } from '@pixhook/cli';
 import { type AnyEvent, Webhooks } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
-import { diagnoseSignature, diagnosesCode } from '../diagnose.js';
-import { errorCode } from '../io/output.js';
-import { headersFromRaw } from '../io/raw-headers.js';
 import type { DiagnosisView, InspectedDelivery } from './protocol.js';
 import type { DashboardState } from './state.js';
 

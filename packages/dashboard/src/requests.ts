@@ -1,6 +1,4 @@
-import { Webhooks } from '@pixhook/core';
-import { InvalidArgumentError } from 'commander';
-import { httpUrl } from '../io/options.js';
+import { receiverUrlProblem, secretProblem } from '@pixhook/cli';
 import { ActionError, MAX_SCHEDULE_ATTEMPTS } from './actions.js';
 import type { EndpointRequest, ReplayRequest, ScheduleRequest, SendRequest } from './protocol.js';
 
@@ -42,34 +40,15 @@ function oneOf<T extends string>(value: unknown, what: string, allowed: readonly
 
 export function endpointRequest(body: unknown): EndpointRequest {
   const json = object(body, 'The request');
-  let url: string;
-  try {
-    url = httpUrl(text(json.url, 'The receiver URL'));
-  } catch (error) {
-    if (!(error instanceof InvalidArgumentError)) throw error;
-    throw invalid(`The receiver URL: ${error.message}`);
-  }
+  const given = text(json.url, 'The receiver URL');
+  const problem = receiverUrlProblem(given);
+  if (problem) throw invalid(`The receiver URL: ${problem}`);
+  const url = new URL(given).href;
   if (json.secret === undefined || json.secret === '') return { url };
   const secret = text(json.secret, 'The signing secret', 1_024);
-  const problem = secretProblem(secret);
-  if (problem) throw invalid(problem);
+  const secretIssue = secretProblem(secret);
+  if (secretIssue) throw invalid(secretIssue);
   return { url, secret };
-}
-
-/**
- * Why a receiver would refuse this secret (empty, white space at either end), from core's own
- * checks, or undefined. Core's messages never quote the secret.
- *
- * @example
- * secretProblem(' whsec_x') // 'secret has leading or trailing white space (a copied newline?); …'
- */
-export function secretProblem(secret: string): string | undefined {
-  try {
-    new Webhooks({ secret, store: false });
-    return undefined;
-  } catch (error) {
-    return (error as Error).message.replace(/^pixhook: /, '');
-  }
 }
 
 export function sendRequest(body: unknown): SendRequest {

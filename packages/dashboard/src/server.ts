@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { receiverUrlProblem, secretProblem } from '@pixhook/cli';
 import { isWebhookVerificationError } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
 import { ActionError, playSchedule, replay, sendTestEvent } from './actions.js';
@@ -10,13 +11,19 @@ import type { ActionResult, ApiError, ServerEvent } from './protocol.js';
 import { endpointRequest, replayRequest, scheduleRequest, sendRequest } from './requests.js';
 import { DashboardState } from './state.js';
 
-/** Options of `startDashboard`. */
+/** The dashboard's default port: `pixhook listen`'s 4242 is often running beside it. */
+export const DEFAULT_PORT = 4343;
+
+/** Options of `startDashboard`; every one may be left out. */
 export interface DashboardOptions {
-  /** The port on 127.0.0.1; 0 picks a free one. */
-  port: number;
-  /** The signing secret to start with (the page can set another). */
+  /** The port on 127.0.0.1; 0 picks a free one (read it from `url`). @default 4343 */
+  port?: number | undefined;
+  /**
+   * The signing secret to start with; the page can set another. It stays in this process: the
+   * page never gets it back. @default undefined (the page asks for one)
+   */
   secret?: string | undefined;
-  /** The receiver URL to start with. */
+  /** The receiver URL to start with, http:// or https://. @default undefined (the page asks for one) */
   url?: string | undefined;
 }
 
@@ -26,10 +33,11 @@ export interface Dashboard {
   url: string;
   /** The inspector's receiver URL, e.g. `http://127.0.0.1:4343/inspect`. */
   inspectorUrl: string;
+  /** Stops the server: ends the page's event streams and closes every connection. */
   close(): Promise<void>;
 }
 
-/** The built page, beside the built CLI (dist/dashboard); `pnpm build` writes it. */
+/** The built page, beside the built server (dist/dashboard); the package's build writes it. */
 const ASSETS = new URL('./dashboard/', import.meta.url);
 
 const FILES: Record<string, { file: string; type: string }> = {
@@ -57,9 +65,16 @@ const HEARTBEAT_MS = 15_000;
 
 /**
  * Starts the dashboard on 127.0.0.1: the page, its JSON API and Server-Sent Events under `/api/`,
- * and the inspector's receiver under `/inspect`.
+ * and the inspector's receiver under `/inspect`. Rejects with a `pixhook: ` message for a bad
+ * option, and with Node's error (`code: 'EADDRINUSE'`) when the port is taken.
+ *
+ * @example
+ * const dashboard = await startDashboard({ port: 0, url: 'http://localhost:3000/webhooks' });
+ * console.log(dashboard.url); // http://127.0.0.1:43123/
+ * await dashboard.close();
  */
-export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
+export async function startDashboard(options: DashboardOptions = {}): Promise<Dashboard> {
+  const { port: wanted, secret, url: receiver } = checkOptions(options);
   let state: DashboardState | undefined;
   let inspect: ReturnType<typeof createInspector> | undefined;
   const streams = new Set<ServerResponse>();
@@ -74,14 +89,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, '127.0.0.1', () => {
+    server.listen(wanted, '127.0.0.1', () => {
       server.off('error', reject);
       resolve();
     });
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}/`;
-  state = new DashboardState(`${url}inspect`, { secret: options.secret, url: options.url });
+  state = new DashboardState(`${url}inspect`, { secret, url: receiver });
   inspect = createInspector(state);
   const heartbeat = setInterval(() => {
     for (const stream of streams) stream.write(': still here\n\n');
@@ -91,6 +106,26 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     inspectorUrl: state.inspectorUrl,
     close: () => stop(server, streams, heartbeat),
   };
+}
+
+/** The options with their defaults, or a `pixhook: ` TypeError naming the bad one (never quoting a secret). */
+function checkOptions(options: DashboardOptions): { port: number; secret?: string; url?: string } {
+  const { port = DEFAULT_PORT, secret, url } = options ?? {};
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new TypeError(`pixhook: port must be a whole number from 0 to 65535 (0: any free one), not ${String(port)}.`);
+  }
+  const checked: { port: number; secret?: string; url?: string } = { port };
+  if (secret !== undefined) {
+    const problem = typeof secret === 'string' ? secretProblem(secret) : 'the secret must be a string.';
+    if (problem) throw new TypeError(`pixhook: The signing secret: ${problem}`);
+    checked.secret = secret;
+  }
+  if (url !== undefined) {
+    const problem = typeof url === 'string' ? receiverUrlProblem(url) : 'expected a string.';
+    if (problem) throw new TypeError(`pixhook: The receiver URL: ${problem}`);
+    checked.url = new URL(url).href;
+  }
+  return checked;
 }
 
 async function route(

@@ -1,6 +1,6 @@
+import { DEFAULT_DEADLINE_SECONDS, DEFAULT_MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from '@pixhook/cli';
 import { EVENT_TYPES } from '@pixhook/core';
 import { SAMPLE_OBJECTS } from '@pixhook/core/testing';
-import { DEFAULT_DEADLINE_SECONDS, DEFAULT_MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from '../schedule.js';
 import {
   type AttemptEntry,
   type EndpointView,

@@ -4,6 +4,7 @@ import { EVENT_TYPES } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { failFirst, receiver, slow } from '../../cli/test/helpers/receivers.js';
 import { ensureBuilt, run, SECRET } from './helpers/cli.js';
 import {
   chromiumFound,
@@ -12,7 +13,6 @@ import {
   type RunningDashboard,
   startDashboard,
 } from './helpers/dashboard.js';
-import { failFirst, receiver, slow } from './helpers/receivers.js';
 
 /**
  * `pixhook dashboard` in a real headless Chromium, against real receivers built with

@@ -1,5 +1,6 @@
 import { EVENT_TYPES } from '@pixhook/core';
 import { InvalidArgumentError, Option } from 'commander';
+import { receiverUrlProblem } from '../checks.js';
 import { UsageError } from './errors.js';
 
 /** `--secret`, also read from PIXHOOK_SECRET; its value is never printed, not even in help. */
@@ -67,18 +68,11 @@ export function unixSeconds(value: string): string {
   return value;
 }
 
-/** Checks a receiver URL. */
+/** Checks a receiver URL (http:// or https://) and returns it normalised. */
 export function httpUrl(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new InvalidArgumentError('expected a URL such as http://localhost:3000/webhooks.');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new InvalidArgumentError('expected an http:// or https:// URL.');
-  }
-  return url.href;
+  const problem = receiverUrlProblem(value);
+  if (problem) throw new InvalidArgumentError(problem);
+  return new URL(value).href;
 }
 
 /** Help text for `--type`. */

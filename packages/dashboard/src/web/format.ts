@@ -1,4 +1,4 @@
-import { formatDuration } from '../../schedule.js';
+import { formatDuration } from '@pixhook/cli/schedule';
 
 /** A service duration in seconds for people: `1 min`, `2 h`, `24 h` (the CLI's own wording). */
 export function formatSeconds(seconds: number): string {

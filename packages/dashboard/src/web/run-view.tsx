@@ -1,4 +1,4 @@
-import { RETRY_DELAYS_SECONDS } from '../../schedule.js';
+import { RETRY_DELAYS_SECONDS } from '@pixhook/cli/schedule';
 import type { ScheduleRun, ScheduleStep } from '../protocol.js';
 import { formatMs, formatSeconds } from './format.js';
 
