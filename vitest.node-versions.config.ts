@@ -18,6 +18,7 @@ const include = [
   'packages/bullmq/test/**/*.test.ts',
   // Transactional handlers and the pg-boss queue over every adapter, on a real Postgres.
   'packages/postgres/test/**/*.test.ts',
+  'packages/pg-boss/test/**/*.test.ts',
 ];
 const runtimeTests = ['packages/fetch/test/{bun,workerd,bundle}.test.ts'];
 

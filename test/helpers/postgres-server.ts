@@ -21,7 +21,7 @@ export { postgresUnavailable };
 
 /** `describe`, or `describe.skip` when no Postgres can run here (never under CI: that throws). */
 export const describeWithPostgres = describeIfAvailable(
-  'the Postgres test suites (@pixhook/postgres, examples/postgres)',
+  'the Postgres test suites (@pixhook/postgres, @pixhook/pg-boss, examples/postgres)',
   postgresUnavailable,
   'install Postgres (Debian/Ubuntu: apt-get install postgresql; macOS: brew install postgresql) or set PG_BIN=/path/to/postgres/bin',
 );

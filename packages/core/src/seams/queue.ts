@@ -18,7 +18,7 @@ export interface QueuedDelivery {
 
 /**
  * Queued processing, the seam between pixhook and a durable queue engine (`@pixhook/bullmq`,
- * `@pixhook/postgres`' pg-boss queue). With `new Webhooks({ queue })` every adapter answers a
+ * `@pixhook/pg-boss`). With `new Webhooks({ queue })` every adapter answers a
  * verified delivery 202 once `enqueue` resolves, and the engine's workers run the handlers later
  * through `webhooks.process()`.
  *
@@ -58,7 +58,7 @@ export interface QueuedRun {
 
 /**
  * An event whose job ran out of attempts, kept by its queue engine until retried or discarded
- * (`listDeadLetters()` of `@pixhook/bullmq` and of `@pixhook/postgres`' pg-boss queue). Every string
+ * (`listDeadLetters()` of `@pixhook/bullmq` and of `@pixhook/pg-boss`). Every string
  * in it was read from the engine's storage: treat it as untrusted text where you show it.
  */
 export interface DeadLetter {
