@@ -50,6 +50,19 @@ const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
   '@pixhook/fetch': { '.': { createFetchHandler: 'function' } },
   '@pixhook/redis': { '.': { RedisStore: 'function' } },
   '@pixhook/bullmq': { '.': { BullMQQueue: 'function', jobIdFor: 'function' } },
+  '@pixhook/pg-boss': { '.': { PgBossQueue: 'function', pgBossJobIdFor: 'function' } },
+  '@pixhook/cli': {
+    '.': {
+      deliver: 'function',
+      diagnoseSignature: 'function',
+      simulateDelivery: 'function',
+      retryDelays: 'function',
+      secretProblem: 'function',
+      receiverUrlProblem: 'function',
+    },
+    './schedule': { retryDelays: 'function', formatDuration: 'function', RETRY_DELAYS_SECONDS: 'object' },
+  },
+  '@pixhook/dashboard': { '.': { startDashboard: 'function', DEFAULT_PORT: 'number' } },
   '@pixhook/nestjs': {
     '.': { PixhookModule: 'function', OnWebhook: 'function', OnAnyWebhook: 'function', OnWebhookError: 'function' },
   },
@@ -58,7 +71,9 @@ const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
     '.': {
       PostgresStore: 'function',
       PostgresTransactions: 'function',
+      // Deprecated re-exports of @pixhook/pg-boss's, kept until the next minor.
       PgBossQueue: 'function',
+      pgBossJobIdFor: 'function',
       migrate: 'function',
       getMigrationSql: 'function',
     },
@@ -104,6 +119,63 @@ function probe(file: string): Promise<ProbeReport> {
     return JSON.parse(result.stdout) as ProbeReport;
   });
 }
+
+/**
+ * Runs `pixhook dashboard --port 0` (`bin` is the installed binary, or a path to run with node)
+ * in `cwd` until it prints its address, then checks that it serves its page: index.html, app.js
+ * and styles.css.
+ */
+async function servesDashboard(bin: string, cwd: string): Promise<void> {
+  const command = bin.endsWith('.js') ? [process.execPath, bin] : [bin];
+  // NO_COLOR: under CI picocolors would wrap the printed address in escape sequences.
+  const child = spawn(command[0] as string, [...command.slice(1), 'dashboard', '--port', '0'], {
+    cwd,
+    env: { ...process.env, NO_COLOR: '1' },
+  });
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let output = '';
+      const collect = (chunk: string) => {
+        output += chunk;
+        const match = /on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(output);
+        if (match) resolve(match[1] as string);
+      };
+      child.stdout.setEncoding('utf8').on('data', collect);
+      child.stderr.setEncoding('utf8').on('data', collect);
+      child.once('exit', (code) => reject(new Error(`pixhook dashboard exited (${code}): ${output}`)));
+    });
+    for (const [file, type] of [
+      ['', 'text/html'],
+      ['app.js', 'text/javascript'],
+      ['styles.css', 'text/css'],
+    ]) {
+      const response = await fetch(`${url}${file}`);
+      expect(response.status, file).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(new RegExp(`^${type}`));
+      expect((await response.text()).length).toBeGreaterThan(100);
+    }
+  } finally {
+    child.kill();
+  }
+}
+
+/** Packages by name, with their tarballs: `npm install`ed together into a new project (outside the scratch one). */
+async function npmInstalled(names: string[], prefix: string): Promise<string> {
+  const chosen = names.map((name) => packages.find((pkg) => pkg.name === name) as (typeof packages)[number]);
+  const app = mkdtempSync(join(tmpdir(), prefix));
+  cleanups.push(app);
+  const tarballs = chosen.map((each) => (installed.get(each.name) as InstalledPackage).tarball);
+  const install = await npmInstallOffline(app, tarballs, chosen, ROOT);
+  expect(install.code, install.stderr).toBe(0);
+  return app;
+}
+
+/** @pixhook/cli installed with npm from its tarball and core's alone, once for the tests that need it. */
+let cliAlone: Promise<string> | undefined;
+const installCliAlone = () => {
+  cliAlone ??= npmInstalled(['@pixhook/cli', '@pixhook/core'], 'pixhook-npm-install-');
+  return cliAlone;
+};
 
 /** Runs attw on every tarball, two at a time (each loads the TypeScript compiler). */
 function startAttw(): void {
@@ -244,13 +316,7 @@ describe.each(packages)('$name', (pkg) => {
 
   if (pkg.name === '@pixhook/cli') {
     it('installs with npm from its tarball and core’s alone (@pixhook/bullmq is an optional peer): every command but dead-letters runs, which names the package to add', async () => {
-      const core = packages.find((other) => other.name === '@pixhook/core') as (typeof packages)[number];
-      // Outside the scratch project, whose node_modules holds every package (bullmq too).
-      const app = mkdtempSync(join(tmpdir(), 'pixhook-npm-install-'));
-      cleanups.push(app);
-      const tarballs = [pkg, core].map((each) => (installed.get(each.name) as InstalledPackage).tarball);
-      const install = await npmInstallOffline(app, tarballs, [pkg, core], ROOT);
-      expect(install.code, install.stderr).toBe(0);
+      const app = await installCliAlone();
       expect(existsSync(join(app, 'node_modules/@pixhook/bullmq'))).toBe(false);
       expect(existsSync(join(app, 'node_modules/bullmq'))).toBe(false);
       const bin = join(app, 'node_modules/.bin/pixhook');
@@ -269,36 +335,26 @@ describe.each(packages)('$name', (pkg) => {
       expect(deadLetters.stderr).toContain('npm install --save-dev @pixhook/bullmq');
     }, 180_000);
 
-    it('ships the dashboard’s page: `pixhook dashboard` serves it from the installed package', async () => {
-      const cli = join((installed.get(pkg.name) as InstalledPackage).dir, 'dist/cli.js');
-      // NO_COLOR: under CI picocolors would wrap the printed address in escape sequences.
-      const child = spawn(process.execPath, [cli, 'dashboard', '--port', '0'], {
-        cwd: scratch,
-        env: { ...process.env, NO_COLOR: '1' },
-      });
-      try {
-        const url = await new Promise<string>((resolve, reject) => {
-          let output = '';
-          child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-            output += chunk;
-            const match = /on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(output);
-            if (match) resolve(match[1] as string);
-          });
-          child.once('exit', (code) => reject(new Error(`pixhook dashboard exited (${code}): ${output}`)));
-        });
-        for (const [file, type] of [
-          ['', 'text/html'],
-          ['app.js', 'text/javascript'],
-          ['styles.css', 'text/css'],
-        ]) {
-          const response = await fetch(`${url}${file}`);
-          expect(response.status, file).toBe(200);
-          expect(response.headers.get('content-type')).toMatch(new RegExp(`^${type}`));
-          expect((await response.text()).length).toBeGreaterThan(100);
-        }
-      } finally {
-        child.kill();
-      }
-    });
+    it('without @pixhook/dashboard, `pixhook dashboard` exits 2 saying to install it; run in a project that has it (npx, pnpm’s strict layout), it loads it from there', async () => {
+      const app = await installCliAlone();
+      expect(existsSync(join(app, 'node_modules/@pixhook/dashboard'))).toBe(false);
+      const bin = join(app, 'node_modules/.bin/pixhook');
+      const missing = await run(bin, ['dashboard', '--port', '0'], { cwd: app, timeoutMs: 15_000 });
+      expect(missing.code).toBe(2);
+      expect(missing.stdout).toBe('');
+      expect(missing.stderr).toContain(
+        'pixhook: the dashboard is its own package: npm install -D @pixhook/dashboard (same version as @pixhook/cli), then run pixhook dashboard again.',
+      );
+      // The same binary, which cannot see the dashboard from where it is installed, run in the
+      // scratch project, whose node_modules holds every package.
+      await servesDashboard(bin, scratch);
+    }, 180_000);
+  }
+
+  if (pkg.name === '@pixhook/dashboard') {
+    it('installs with npm beside @pixhook/cli: `pixhook dashboard` loads it and serves its page from the installed package', async () => {
+      const app = await npmInstalled(['@pixhook/cli', '@pixhook/core', '@pixhook/dashboard'], 'pixhook-dashboard-');
+      await servesDashboard(join(app, 'node_modules/.bin/pixhook'), app);
+    }, 180_000);
   }
 });
