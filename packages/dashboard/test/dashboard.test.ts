@@ -2,9 +2,9 @@ import { createServer, type IncomingHttpHeaders, request, type Server, type Serv
 import type { AddressInfo } from 'node:net';
 import { EVENT_TYPES } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { failFirst, receiver, slow } from '@pixhook/test-helpers/receivers';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { failFirst, receiver, slow } from '../../cli/test/helpers/receivers.js';
 import { ensureBuilt, run, SECRET } from './helpers/cli.js';
 import {
   chromiumFound,

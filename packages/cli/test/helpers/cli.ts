@@ -1,13 +1,14 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { SECRET } from '@pixhook/test-helpers/receivers';
 
 const BUILD = fileURLToPath(new URL('./build-cli.mjs', import.meta.url));
 
 /** The built binary, run as a user runs it. */
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
-/** The secret every test signs with. */
-export const SECRET = 'whsec_cli_test_5f3a9c';
+/** The secret every test signs with: the one the receivers of @pixhook/test-helpers/receivers verify with. */
+export { SECRET };
 
 /** Builds the CLI when its dist is missing or stale, under a lock shared by every CLI test file. */
 export function ensureBuilt(): void {

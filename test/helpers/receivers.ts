@@ -7,7 +7,13 @@ import { webhookMiddleware as koaMiddleware } from '@pixhook/koa';
 import express from 'express5';
 import Fastify from 'fastify';
 import Koa from 'koa3';
-import { SECRET } from './cli.js';
+
+// Real receivers built with pixhook's adapters, for the tests that deliver to one through a real
+// socket: `pixhook send`, `pixhook simulate` (packages/cli/test) and the dashboard
+// (packages/dashboard/test).
+
+/** The secret the receivers verify with, unless given another; the CLI and dashboard tests sign with it. */
+export const SECRET = 'whsec_cli_test_5f3a9c';
 
 /** One delivery as the receiver's handler saw it. */
 export interface Arrival {
