@@ -23,7 +23,8 @@ function depcruise(cwd: string, targets: string[]): { status: number | null; out
 /** Files of the scratch tree: path → source. */
 const TREE: Record<string, string> = {
   // An upward import: protocol may not import the pipeline.
-  'packages/core/src/protocol/verify.ts': "import { resolve } from '../pipeline/options.js';\nexport const v = resolve;\n",
+  'packages/core/src/protocol/verify.ts':
+    "import { resolve } from '../pipeline/options.js';\nexport const v = resolve;\n",
   'packages/core/src/pipeline/options.ts': 'export const resolve = 1;\n',
   // A circle inside one layer.
   'packages/core/src/modes/run-once.ts': "import { q } from './queued.js';\nexport const r = q;\n",
