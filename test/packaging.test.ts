@@ -7,6 +7,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
 import {
   attwCommand,
   discoverPackages,
@@ -342,7 +343,8 @@ describe.each(packages)('$name', (pkg) => {
       const missing = await run(bin, ['dashboard', '--port', '0'], { cwd: app, timeoutMs: 15_000 });
       expect(missing.code).toBe(2);
       expect(missing.stdout).toBe('');
-      expect(missing.stderr).toContain(
+      // Under CI picocolors colours the message's "pixhook:".
+      expect(stripVTControlCharacters(missing.stderr)).toContain(
         'pixhook: the dashboard is its own package: npm install -D @pixhook/dashboard (same version as @pixhook/cli), then run pixhook dashboard again.',
       );
       // The same binary, which cannot see the dashboard from where it is installed, run in the
