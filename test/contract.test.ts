@@ -190,7 +190,9 @@ const REJECTIONS: Rejection[] = [
     request: () => {
       const d = delivery();
       const v1 = expectedSignature(d);
-      return { ...d, headers: { ...d.headers, 'x-service-signature': `t=${nowSeconds() - 1},v1=${v1}` } };
+      // One less than the t that was signed (not the clock's: a second may tick in between).
+      const signed = Number(/t=(\d+)/.exec(d.headers['x-service-signature'] ?? '')?.[1]);
+      return { ...d, headers: { ...d.headers, 'x-service-signature': `t=${signed - 1},v1=${v1}` } };
     },
     status: 400,
     code: 'SIGNATURE_MISMATCH',

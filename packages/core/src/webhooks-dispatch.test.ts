@@ -190,13 +190,15 @@ describe('handler context', () => {
     const contexts: unknown[] = [];
     webhooks.onAny((_event, context) => void contexts.push(context));
     const request = { marker: Symbol('req') };
+    // Read once: the clock read again after handle() may have ticked to the next second.
+    const timestamp = Math.floor(Date.now() / 1000) - 7;
     const { body, headers } = createSignedRequest(createTestEvent('image.created'), {
       secret: SECRET,
-      timestamp: Math.floor(Date.now() / 1000) - 7,
+      timestamp,
       deliveryId: 'dlv_1234',
     });
     await webhooks.handle({ headers, body, request });
-    expect(contexts).toEqual([{ deliveryId: 'dlv_1234', timestamp: Math.floor(Date.now() / 1000) - 7, request }]);
+    expect(contexts).toEqual([{ deliveryId: 'dlv_1234', timestamp, request }]);
     expect((contexts[0] as { request: unknown }).request).toBe(request);
   });
 });
