@@ -45,7 +45,7 @@ export function runPipeline(host: PipelineHost, input: HandleInput): Promise<Web
   try {
     const given = (typeof input === 'object' && input !== null ? input : {}) as HandleInput;
     request = given.request;
-    headers = readDeliveryHeaders(headersOf(given.headers));
+    headers = readDeliveryHeaders(headersOf(given.headers), true);
     checkMethod(given.method);
     raw = receive(host.options, given, headers);
   } catch (cause) {
