@@ -1,26 +1,36 @@
-// Builds packages/cli/dist (and first its workspace dependencies, @pixhook/core and
-// @pixhook/bullmq, when one of their dists is stale too) when it is missing or older than its
-// sources or build config, as scripts/ensure-built.mjs does before `pnpm test`: this covers
-// running the CLI tests alone. The tests run it under a lock, so test files
-// started side by side never rebuild the binary while another one is running it.
+// Builds one package's dist (`node build-package.mjs @pixhook/cli`), and first its workspace
+// dependencies', when one of them is missing or older than its sources or build config, as
+// scripts/ensure-built.mjs does before `pnpm test`: this covers running one package's tests alone
+// (the CLI's run its binary; the dashboard's run that binary, which loads the dashboard's dist).
+// The tests run it under a lock, so test files started side by side never rebuild a binary while
+// another one is running it.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { discoverPackages, pnpmCommand, staleBuild } from '@pixhook/test-helpers/build-state';
 
-const root = fileURLToPath(new URL('../../../../', import.meta.url));
+const target = process.argv[2];
+const root = fileURLToPath(new URL('../../', import.meta.url));
 const packages = new Map(discoverPackages(root).map((pkg) => [pkg.name, pkg]));
-const stale = (name) => {
-  const pkg = packages.get(name);
-  if (!pkg) throw new Error(`pixhook: ${name} is not a package under packages/.`);
-  return staleBuild(pkg) !== undefined;
-};
+if (!target || !packages.has(target)) {
+  throw new Error(`pixhook: build-package.mjs needs the name of a package under packages/; got ${target}.`);
+}
 
-// The built CLI loads @pixhook/bullmq's dist when a dead-letters command runs.
-const dependenciesStale = stale('@pixhook/core') || stale('@pixhook/bullmq');
-if (dependenciesStale || stale('@pixhook/cli')) {
-  // `...` builds the CLI's workspace dependencies (core, bullmq) first.
+/** The package and every workspace package it uses, however indirectly (the CLI loads @pixhook/bullmq, a dev and optional peer dependency). */
+function withDependencies(name) {
+  const selected = new Set([name]);
+  for (const current of selected) {
+    const { manifest } = packages.get(current);
+    const uses = Object.keys({ ...manifest.dependencies, ...manifest.devDependencies, ...manifest.peerDependencies });
+    for (const dep of uses) if (packages.has(dep)) selected.add(dep);
+  }
+  return [...selected];
+}
+
+const stale = withDependencies(target).filter((name) => staleBuild(packages.get(name)) !== undefined);
+if (stale.length > 0) {
   const [command, prefix] = pnpmCommand();
-  const filter = dependenciesStale ? '@pixhook/cli...' : '@pixhook/cli';
+  // `...` builds the package's workspace dependencies first, in dependency order.
+  const filter = stale.some((name) => name !== target) ? `${target}...` : target;
   execFileSync(command, [...prefix, '--filter', filter, 'build'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -1,23 +1,29 @@
+// `pixhook` run as a user runs it, the built binary of @pixhook/cli: for the CLI's tests and the
+// dashboard's (whose `pixhook dashboard` loads @pixhook/dashboard's dist from the workspace).
 import { execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { SECRET } from '@pixhook/test-helpers/receivers';
+import { SECRET } from './receivers.js';
 
-const BUILD = fileURLToPath(new URL('./build-cli.mjs', import.meta.url));
+const BUILD = fileURLToPath(new URL('./build-package.mjs', import.meta.url));
 
-/** The built binary, run as a user runs it. */
-export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+/** The built binary. */
+export const CLI = fileURLToPath(new URL('../../packages/cli/dist/cli.js', import.meta.url));
 
 /** The secret every test signs with: the one the receivers of @pixhook/test-helpers/receivers verify with. */
 export { SECRET };
 
-/** Builds the CLI when its dist is missing or stale, under a lock shared by every CLI test file. */
-export function ensureBuilt(): void {
+/**
+ * Builds `pkg` (the CLI, or a package whose tests run it, such as the dashboard) and its workspace
+ * dependencies when a dist is missing or stale, under a lock shared by every test file that runs
+ * the binary.
+ */
+export function ensureBuilt(pkg = '@pixhook/cli'): void {
   try {
-    execFileSync('flock', ['/tmp/pixhook-cli-build.lock', process.execPath, BUILD], { stdio: 'inherit' });
+    execFileSync('flock', ['/tmp/pixhook-cli-build.lock', process.execPath, BUILD, pkg], { stdio: 'inherit' });
   } catch (error) {
     // Without flock (not Linux), build unlocked.
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    execFileSync(process.execPath, [BUILD], { stdio: 'inherit' });
+    execFileSync(process.execPath, [BUILD, pkg], { stdio: 'inherit' });
   }
 }
 

@@ -1,5 +1,5 @@
+import { type CliResult, ensureBuilt, type RunOptions, start } from '@pixhook/test-helpers/cli';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { type CliResult, ensureBuilt, type RunOptions, start } from './helpers/cli.js';
 
 beforeAll(() => ensureBuilt());
 

@@ -8,9 +8,9 @@ import { type AddressInfo, createServer, type Server, type Socket } from 'node:n
 import { BullMQQueue } from '@pixhook/bullmq';
 import { type AnyEvent, Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { CLI, ensureBuilt, run, SECRET } from '@pixhook/test-helpers/cli';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
-import { CLI, ensureBuilt, run, SECRET } from './helpers/cli.js';
 
 // What a terminal acts on instead of showing: C0 but the line feed, DEL, C1 (0x9b is CSI), bidi controls.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EVENT_TYPES } from '@pixhook/core';
 import { SAMPLE_OBJECTS } from '@pixhook/core/testing';
+import { ensureBuilt, run, SECRET } from '@pixhook/test-helpers/cli';
 import { failFirst, type Receiver, receiver, slow } from '@pixhook/test-helpers/receivers';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ensureBuilt, run, SECRET } from './helpers/cli.js';
 
 let good: Receiver;
 let failing: Receiver;

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Webhooks } from '@pixhook/core';
+import { ensureBuilt, run, SECRET, start } from '@pixhook/test-helpers/cli';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { ensureBuilt, run, SECRET, start } from './helpers/cli.js';
 
 beforeAll(() => ensureBuilt());
 

@@ -1,6 +1,6 @@
+import { ensureBuilt, run } from '@pixhook/test-helpers/cli';
 import { failFirst, type Receiver, receiver, slow } from '@pixhook/test-helpers/receivers';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { ensureBuilt, run } from './helpers/cli.js';
 
 const SCHEDULE = [60, 300, 1_800, 7_200, 21_600, 86_400];
 const open: Receiver[] = [];

@@ -2,8 +2,8 @@ import { createServer, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { ensureBuilt, run, SECRET, start } from '@pixhook/test-helpers/cli';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { ensureBuilt, run, SECRET, start } from './helpers/cli.js';
 
 // What a terminal acts on instead of showing: C0 but the line feed, DEL, C1 (0x9b is CSI), bidi controls.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.

@@ -1,7 +1,7 @@
 import { sign } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { ensureBuilt, run, SECRET } from '@pixhook/test-helpers/cli';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { ensureBuilt, run, SECRET } from './helpers/cli.js';
 
 beforeAll(() => ensureBuilt());
 

@@ -2,10 +2,10 @@ import { createServer, type IncomingHttpHeaders, request, type Server, type Serv
 import type { AddressInfo } from 'node:net';
 import { EVENT_TYPES } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { ensureBuilt, run, SECRET } from '@pixhook/test-helpers/cli';
 import { failFirst, receiver, slow } from '@pixhook/test-helpers/receivers';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { ensureBuilt, run, SECRET } from './helpers/cli.js';
 import {
   chromiumFound,
   describeWithChromium,
@@ -27,7 +27,7 @@ const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   if (!chromiumFound) return;
-  ensureBuilt();
+  ensureBuilt('@pixhook/dashboard');
   browser = await launchBrowser();
 });
 afterAll(() => browser?.close());
@@ -622,7 +622,7 @@ describeWithChromium('pixhook dashboard: safety', () => {
 
 describe('pixhook dashboard: the command', () => {
   test('refuses a secret with white space without printing it, a port in use, and a port out of range', async () => {
-    ensureBuilt();
+    ensureBuilt('@pixhook/dashboard');
     const spaced = await run(['dashboard', '--port', '0'], { secret: ' whsec_spaced_secret\n' });
     expect(spaced.code).toBe(2);
     expect(spaced.stderr).toMatch(/white space/);

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
+import { type RunOptions, start } from '@pixhook/test-helpers/cli';
 import { describeIfAvailable } from '@pixhook/test-helpers/unavailable';
 import { type Browser, chromium } from 'playwright-core';
-import { type RunOptions, start } from './cli.js';
 
 /**
  * Debian's chromium (`.ci/run` installs it when missing): Playwright's own browser download is not
