@@ -20,10 +20,26 @@ export {
   type WebhookEvent,
 } from './protocol/events.js';
 export type { HeadersInput } from './protocol/headers.js';
+export {
+  type AttemptEstimate,
+  estimateAttempt,
+  SERVICE_ATTEMPTS,
+  SERVICE_RETRY_DELAYS_SECONDS,
+} from './protocol/retry-schedule.js';
 export { MAX_SECRETS } from './protocol/secrets.js';
 export { sign } from './protocol/sign.js';
 export { type ParsedSignatureHeader, parseSignatureHeader } from './protocol/signature-header.js';
+export {
+  CHANNELS,
+  type DeliveryMessage,
+  type DeliveryOutcome,
+  type EnqueueMessage,
+  type HandlerMessage,
+  type JobMessage,
+  type TransactionMessage,
+} from './seams/diagnostics.js';
 export type { BodyReader, HandleInput, WebhookResponse } from './seams/handle-input.js';
+export type { WebhooksLogger } from './seams/logger.js';
 export {
   type DeadLetter,
   type DeadLetterListOptions,

@@ -15,6 +15,7 @@ import { type HeadersInput, readDeliveryHeaders } from './protocol/headers.js';
 import { verifyDelivery, verifyDeliveryAnywhere } from './protocol/verify.js';
 import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './seams/context.js';
 import type { HandleInput, WebhookResponse } from './seams/handle-input.js';
+import type { WebhooksLogger } from './seams/logger.js';
 import type { QueuedDelivery, QueuedRun } from './seams/queue.js';
 
 export type {
@@ -192,13 +193,19 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
     this.#reportError(error, context as ErrorContext<TRequest>);
   }
 
-  /** Tells every `onError` listener (a listener that throws is ignored); with none, logs failures. */
+  /**
+   * Tells every `onError` listener (a listener that throws is ignored); with none, logs failures.
+   * The last-chance alarm is logged whoever listens: it must be seen.
+   */
   #reportError(error: WebhookVerificationError, context: ErrorContext<TRequest>): void {
-    if (this.#errorHandlers.length === 0) {
-      // Like Express's default error handler: a failure nobody listens for must still be seen.
-      // Rejected requests (4xx, 409) are not logged: anyone can send them.
-      if (error.status >= 500 || error.code === 'DUPLICATE_WINDOW_SHORTENED') logUnheard(error, context);
-      return;
+    const heard = this.#errorHandlers.length > 0;
+    // Like Express's default error handler: a failure nobody listens for must still be seen.
+    // Rejected requests (4xx, 409) are not logged: anyone can send them.
+    if (
+      error.code === 'ENDPOINT_AT_RISK' ||
+      (!heard && (error.status >= 500 || error.code === 'DUPLICATE_WINDOW_SHORTENED'))
+    ) {
+      log(this.#options.logger, error, context);
     }
     for (const listener of this.#errorHandlers) {
       try {
@@ -242,7 +249,35 @@ function printable(value: string): string {
   return kept === value ? escaped : `${escaped}… (${value.length - kept.length} more characters)`;
 }
 
-/** The default `onError`: one line with the code, the event and delivery, then the cause. */
+/** One of pixhook's own lines: on `logger` when given, else the default line on `console.error`. */
+function log(logger: WebhooksLogger | undefined, error: WebhookVerificationError, context: ErrorContext): void {
+  try {
+    if (logger === undefined) logUnheard(error, context);
+    else logTo(logger, error, context);
+  } catch {
+    // A broken logger must not turn an answer into a crash.
+  }
+}
+
+/** The line as fields for a structured logger (pino's `err` for the cause). */
+function logTo(logger: WebhooksLogger, error: WebhookVerificationError, context: ErrorContext): void {
+  const fields: Record<string, unknown> = { code: error.code, status: error.status };
+  if (context.event) {
+    fields.eventType = String(context.event.type);
+    fields.eventId = String(context.event.id);
+  }
+  if (context.deliveryId !== undefined) fields.deliveryId = printable(String(context.deliveryId));
+  if (context.job) {
+    const { engine, jobId, attempt, maxAttempts } = context.job;
+    fields.job = { engine, jobId, attempt, maxAttempts };
+  }
+  if (error.cause !== undefined) fields.err = error.cause;
+  const message = `pixhook: ${error.code}: ${error.message}`;
+  if (error.code === 'DUPLICATE_WINDOW_SHORTENED') logger.warn(fields, message);
+  else logger.error(fields, message);
+}
+
+/** The default line: the code, the event and delivery, then the cause. */
 function logUnheard(error: WebhookVerificationError, context: ErrorContext): void {
   const where = [
     context.event && `${printable(String(context.event.type))} ${printable(String(context.event.id))}`,
@@ -252,7 +287,8 @@ function logUnheard(error: WebhookVerificationError, context: ErrorContext): voi
   ]
     .filter(Boolean)
     .join(', ');
-  const line = `pixhook: ${error.code}${where ? ` (${where})` : ''}: ${error.message} (register webhooks.onError() to handle these yourself)`;
+  const hint = error.code === 'ENDPOINT_AT_RISK' ? '' : ' (register webhooks.onError() to handle these yourself)';
+  const line = `pixhook: ${error.code}${where ? ` (${where})` : ''}: ${error.message}${hint}`;
   if (error.cause === undefined) console.error(line);
   else console.error(line, error.cause);
 }

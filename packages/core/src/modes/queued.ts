@@ -2,6 +2,15 @@
 // worker, the run of a queued delivery's handlers (processQueued).
 import { WebhookVerificationError } from '../protocol/errors.js';
 import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
+import {
+  callHandler,
+  type DeliveryMessage,
+  type EnqueueMessage,
+  enqueueChannel,
+  type JobMessage,
+  jobChannel,
+  traceStep,
+} from '../seams/diagnostics.js';
 import { isQueuedDelivery, type QueuedDelivery, type QueuedRun, type WebhookQueue } from '../seams/queue.js';
 import {
   commitFailed,
@@ -55,14 +64,43 @@ export function enqueue(
   delivery: QueuedDelivery,
   request: unknown,
   startedAt = performance.now(),
+  trace?: DeliveryMessage,
+): Promise<Outcome> {
+  if (!enqueueChannel.hasSubscribers) return write(host, queue, delivery, request, startedAt, undefined);
+  const { event, deliveryId } = delivery;
+  const message: EnqueueMessage = {
+    eventType: event.type,
+    eventId: event.id,
+    deliveryId,
+    // Read as given: a queue written by hand may set anything there.
+    engine: typeof queue.engine === 'string' ? queue.engine : undefined,
+    queueName: typeof queue.queueName === 'string' ? queue.queueName : undefined,
+    parent: trace,
+  };
+  return traceStep(enqueueChannel, message, () => write(host, queue, delivery, request, startedAt, message));
+}
+
+/** The write itself; with a trace, the trace context its subscriber set is stored with the delivery. */
+function write(
+  host: QueueHost,
+  queue: WebhookQueue,
+  delivery: QueuedDelivery,
+  request: unknown,
+  startedAt: number,
+  message: EnqueueMessage | undefined,
 ): Promise<Outcome> {
   const { event, deliveryId, timestamp } = delivery;
   const refuse = (error: WebhookVerificationError): Outcome => {
     host.reportError(error, { request, deliveryId, timestamp, event });
+    // The trace's step ends in an error: the write was not confirmed.
+    if (message) message.error = error;
     return { kind: 'rejected', error };
   };
+  const traceContext = message?.traceContext;
+  const stored: QueuedDelivery =
+    traceContext === undefined ? { event, deliveryId, timestamp } : { event, deliveryId, timestamp, traceContext };
   // A queue that throws synchronously, or returns something that is not a promise, is handled alike.
-  const written = new Promise((resolve) => resolve(queue.enqueue({ event, deliveryId, timestamp })));
+  const written = new Promise((resolve) => resolve(queue.enqueue(stored)));
   const limit = writeDeadline(host.options, startedAt);
   return new Promise<Outcome>((resolve) => {
     let answered = false;
@@ -112,10 +150,44 @@ export function enqueue(
  * commit), and one whose transaction is open elsewhere, or a failed commit, rejects so the engine
  * runs the job again later.
  */
-export async function processQueued(host: QueueHost, delivery: QueuedDelivery, job: QueuedRun): Promise<void> {
+export function processQueued(host: QueueHost, delivery: QueuedDelivery, job: QueuedRun): Promise<void> {
   if (!isQueuedDelivery(delivery)) {
-    throw new TypeError('pixhook: process(delivery, job): delivery is not a queued pixhook delivery.');
+    return Promise.reject(new TypeError('pixhook: process(delivery, job): delivery is not a queued pixhook delivery.'));
   }
+  if (!jobChannel.hasSubscribers) return runQueued(host, delivery, job, undefined);
+  const message: JobMessage = {
+    eventType: delivery.event.type,
+    eventId: delivery.event.id,
+    deliveryId: delivery.deliveryId,
+    job,
+    traceContext: storedTraceContext(delivery.traceContext),
+  };
+  return traceStep(jobChannel, message, () => runQueued(host, delivery, job, message));
+}
+
+/** Most trace context entries read back from a job, and the longest value: it is untrusted storage. */
+const TRACE_CONTEXT_ENTRIES = 8;
+const TRACE_CONTEXT_CHARACTERS = 512;
+
+/** The trace context stored with a job, if it is one: string values only, bounded. */
+function storedTraceContext(value: unknown): Record<string, string> | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const kept: Record<string, string> = {};
+  let entries = 0;
+  for (const [key, text] of Object.entries(value)) {
+    if (typeof text !== 'string' || key.length > 64 || text.length > TRACE_CONTEXT_CHARACTERS) continue;
+    kept[key] = text;
+    if (++entries === TRACE_CONTEXT_ENTRIES) break;
+  }
+  return entries === 0 ? undefined : kept;
+}
+
+async function runQueued(
+  host: QueueHost,
+  delivery: QueuedDelivery,
+  job: QueuedRun,
+  trace: JobMessage | undefined,
+): Promise<void> {
   const { event, deliveryId, timestamp } = delivery;
   const handlers = host.handlersFor(event.type);
   const report = (error: WebhookVerificationError) =>
@@ -123,7 +195,7 @@ export async function processQueued(host: QueueHost, delivery: QueuedDelivery, j
   const transactions = host.options.transactions;
   let open: OpenEvent<unknown> | undefined;
   if (transactions !== undefined && handlers.length > 0) {
-    const begun = await beginEvent(transactions, event.id);
+    const begun = await beginEvent(transactions, event.id, event.type);
     if (begun.kind === 'completed') return;
     if (begun.kind === 'rejected') {
       report(begun.error);
@@ -133,9 +205,9 @@ export async function processQueued(host: QueueHost, delivery: QueuedDelivery, j
   }
   const context: HandlerContext = { deliveryId, timestamp, request: undefined, job };
   if (open) context.transaction = open.transaction;
-  for (const handler of handlers) {
+  for (let i = 0; i < handlers.length; i++) {
     try {
-      await handler(event, context);
+      await callHandler(handlers[i] as AnyHandler, i, event, context, trace);
     } catch (cause) {
       const held = open;
       if (held) {

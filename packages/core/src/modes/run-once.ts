@@ -1,6 +1,7 @@
 import { WebhookVerificationError } from '../protocol/errors.js';
 import type { AnyEvent } from '../protocol/events.js';
 import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
+import { callHandler, type DeliveryMessage } from '../seams/diagnostics.js';
 import type { IdempotencyStore } from '../seams/store.js';
 import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } from '../seams/transactions.js';
 import { cancelDeadline, setDeadline } from '../util/deadlines.js';
@@ -42,6 +43,8 @@ interface Run {
   readonly report: (error: WebhookVerificationError) => void;
   /** When `handle()` was called (`performance.now()`): the delivery's budget counts from it. */
   readonly startedAt: number;
+  /** The delivery's trace message, when `pixhook:delivery` has subscribers. */
+  readonly trace: DeliveryMessage | undefined;
 }
 
 /**
@@ -58,15 +61,16 @@ export function runOnce(
   event: AnyEvent,
   context: HandlerContext,
   startedAt: number,
+  trace?: DeliveryMessage,
 ): Maybe<Outcome> {
   const report = (error: WebhookVerificationError) => {
     // Made only when something is reported: most deliveries never need it.
     const { request, deliveryId, timestamp } = context;
     host.reportError(error, { request, deliveryId, timestamp, event } satisfies ErrorContext);
   };
-  const run: Run = { host, handlers, event, context, report, startedAt };
+  const run: Run = { host, handlers, event, context, report, startedAt, trace };
   const { store, transactions } = host.options;
-  const claimed = transactions ? beginEvent(transactions, event.id) : claimEvent(store, event.id, report);
+  const claimed = transactions ? beginEvent(transactions, event.id, event.type) : claimEvent(store, event.id, report);
   return claimed instanceof Promise ? claimed.then((outcome) => afterClaim(run, outcome)) : afterClaim(run, claimed);
 }
 
@@ -84,7 +88,7 @@ function afterClaim(given: Run, claimed: ClaimOutcome): Maybe<Outcome> {
   for (let i = 0; i < handlers.length; i++) {
     let result: unknown;
     try {
-      result = (handlers[i] as AnyHandler)(event, context);
+      result = callHandler(handlers[i] as AnyHandler, i, event, context, run.trace);
       // Reading `then` may throw too (a hostile getter): that is this handler failing.
       if (isThenable(result)) return underDeadline(run, claim, result, i + 1);
     } catch (cause) {
@@ -180,7 +184,9 @@ async function finishAsync(
   const { handlers, event, context } = run;
   try {
     await pending;
-    for (let i = next; i < handlers.length; i++) await (handlers[i] as AnyHandler)(event, context);
+    for (let i = next; i < handlers.length; i++) {
+      await callHandler(handlers[i] as AnyHandler, i, event, context, run.trace);
+    }
   } catch (cause) {
     settle();
     return failed(run, claim, cause);

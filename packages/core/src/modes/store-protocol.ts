@@ -1,4 +1,5 @@
 import { WebhookVerificationError } from '../protocol/errors.js';
+import { type TransactionMessage, transactionChannel } from '../seams/diagnostics.js';
 import { type ClaimResult, DEFAULT_IN_FLIGHT_TTL_MS, type IdempotencyStore } from '../seams/store.js';
 import { beginFailed, checkBegun, type EventTransactions, type OpenEvent } from '../seams/transactions.js';
 import { claimNow, completeNow, type MemoryStore, releaseNow, syncMemoryStore } from '../stores/memory-store.js';
@@ -89,10 +90,11 @@ export function claimEvent(store: IdempotencyStore | false, eventId: string, rep
 /**
  * Transactional mode: opens the event's transaction with `transactions.begin`. A failure, or an
  * answer that is none of the three, is `STORE_UNAVAILABLE`; an event another transaction holds is
- * `IN_FLIGHT`. Always a promise: a database is never synchronous.
+ * `IN_FLIGHT`. Always a promise: a database is never synchronous. Traced on `pixhook:transaction`
+ * when someone subscribes, from BEGIN to COMMIT or ROLLBACK.
  */
-export function beginEvent(transactions: EventTransactions, eventId: string): Promise<ClaimOutcome> {
-  return new Promise<unknown>((resolve) => resolve(transactions.begin(eventId)))
+export function beginEvent(transactions: EventTransactions, eventId: string, eventType = ''): Promise<ClaimOutcome> {
+  const begun = new Promise<unknown>((resolve) => resolve(transactions.begin(eventId)))
     .then((answer): ClaimOutcome => {
       const begun = checkBegun(answer);
       if (begun.state === 'completed') return COMPLETED;
@@ -100,6 +102,67 @@ export function beginEvent(transactions: EventTransactions, eventId: string): Pr
       return { kind: 'claimed', store: undefined, memory: undefined, id: eventId, token: 0, open: begun };
     })
     .catch((cause: unknown): ClaimOutcome => ({ kind: 'rejected', error: beginFailed(cause) }));
+  return transactionChannel.hasSubscribers ? tracedBegin(begun, eventId, eventType) : begun;
+}
+
+/** The transaction's trace: started now, ended when it never opened, or when it commits or rolls back. */
+function tracedBegin(begun: Promise<ClaimOutcome>, eventId: string, eventType: string): Promise<ClaimOutcome> {
+  const message: TransactionMessage = { eventId, eventType, result: undefined };
+  const ended = () => {
+    transactionChannel.asyncStart.publish(message);
+    transactionChannel.asyncEnd.publish(message);
+  };
+  const failed = (cause: unknown) => {
+    message.error = cause;
+    transactionChannel.error.publish(message);
+    ended();
+  };
+  transactionChannel.start.publish(message);
+  transactionChannel.end.publish(message);
+  return begun.then((outcome): ClaimOutcome => {
+    if (outcome.kind === 'completed') {
+      message.result = 'completed';
+      ended();
+      return outcome;
+    }
+    if (outcome.kind === 'rejected') {
+      message.result = outcome.error.code === 'IN_FLIGHT' ? 'busy' : 'begin-failed';
+      if (message.result === 'busy') ended();
+      else failed(outcome.error.cause ?? outcome.error);
+      return outcome;
+    }
+    const open = outcome.open as OpenEvent<unknown>;
+    const traced: OpenEvent<unknown> = {
+      state: open.state,
+      transaction: open.transaction,
+      commit: () =>
+        new Promise<Awaited<ReturnType<OpenEvent<unknown>['commit']>>>((resolve) => resolve(open.commit())).then(
+          (answer) => {
+            message.result = 'committed';
+            ended();
+            return answer;
+          },
+          (cause: unknown) => {
+            message.result = 'commit-failed';
+            failed(cause);
+            throw cause;
+          },
+        ),
+      rollback: () =>
+        new Promise<void>((resolve) => resolve(open.rollback())).then(
+          () => {
+            message.result = 'rolled-back';
+            ended();
+          },
+          (cause: unknown) => {
+            message.result = 'rolled-back';
+            failed(cause);
+            throw cause;
+          },
+        ),
+    };
+    return { ...outcome, open: traced };
+  });
 }
 
 function inFlight(): ClaimOutcome {

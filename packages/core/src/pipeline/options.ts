@@ -1,4 +1,5 @@
 import { resolveSecrets } from '../protocol/secrets.js';
+import { isWebhooksLogger, type WebhooksLogger } from '../seams/logger.js';
 import { isWebhookQueue, type WebhookQueue } from '../seams/queue.js';
 import { type IdempotencyStore, isIdempotencyStore } from '../seams/store.js';
 import { type EventTransactions, isEventTransactions } from '../seams/transactions.js';
@@ -93,10 +94,20 @@ export interface WebhooksOptions<TTransaction = unknown> {
    */
   maxClaimMs?: number | false;
   /**
-   * Clock in milliseconds, used for the tolerance check; inject one in tests.
+   * Clock in milliseconds, used for the tolerance check and the last-chance alarm's time left;
+   * inject one in tests.
    * @default Date.now
    */
   now?: () => number;
+  /**
+   * Where pixhook writes its own lines: failures of status 500 and above when no `onError` listener
+   * is registered, and always the last-chance alarm (`ENDPOINT_AT_RISK`), at error level. Any logger
+   * with pino's `error(fields, message)` and `warn(fields, message)`: pino, Fastify's `fastify.log`,
+   * Nest's `Logger` through `nestLogger()` of `@pixhook/nestjs`. The fields are `code`, `status`,
+   * `eventType`, `eventId`, `deliveryId` (unsigned, capped at 128 characters), `job` and `err` (the cause).
+   * @default one line on `console.error` per failure, then its cause
+   */
+  logger?: WebhooksLogger;
 }
 
 /** Options after validation. */
@@ -120,6 +131,8 @@ export interface ResolvedOptions {
   /** How long a run may hold its claim while its handlers have not settled; undefined: no bound. */
   maxClaimMs: number | undefined;
   now: () => number;
+  /** undefined: the default line on `console.error`. */
+  logger: WebhooksLogger | undefined;
 }
 
 /**
@@ -138,6 +151,7 @@ export const WEBHOOKS_OPTION_NAMES = [
   'deliveryTimeoutMs',
   'maxClaimMs',
   'now',
+  'logger',
 ] as const satisfies readonly (keyof WebhooksOptions<unknown>)[];
 
 function deadline(value: unknown, fallback: number, name: string): number | undefined {
@@ -239,6 +253,12 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
   if (typeof now !== 'function') {
     throw new TypeError(`pixhook: now must be a function returning milliseconds; got ${describeType(now)}.`);
   }
+  const logger = options.logger;
+  if (logger !== undefined && !isWebhooksLogger(logger)) {
+    throw new TypeError(
+      `pixhook: logger must have error(fields, message) and warn(fields, message) methods (pino, fastify.log, or nestLogger() of @pixhook/nestjs); got ${describeType(logger)}.`,
+    );
+  }
   const bodyTimeoutMs = deadline(options.bodyTimeoutMs, 5_000, 'bodyTimeoutMs');
   const handlerTimeoutMs = deadline(options.handlerTimeoutMs, 8_000, 'handlerTimeoutMs');
   const deliveryTimeoutMs = deadline(options.deliveryTimeoutMs, 8_000, 'deliveryTimeoutMs');
@@ -258,5 +278,6 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
     deliveryTimeoutMs,
     maxClaimMs,
     now,
+    logger,
   };
 }

@@ -1,9 +1,11 @@
 import { enqueue } from '../modes/queued.js';
 import { runOnce } from '../modes/run-once.js';
-import { isWebhookVerificationError, WebhookVerificationError } from '../protocol/errors.js';
+import { endpointAtRisk, isWebhookVerificationError, WebhookVerificationError } from '../protocol/errors.js';
 import { type DeliveryHeaders, readDeliveryHeaders } from '../protocol/headers.js';
+import { estimateAttempt } from '../protocol/retry-schedule.js';
 import type { VerifiedDelivery } from '../protocol/verify.js';
 import type { AnyHandler, ErrorContext } from '../seams/context.js';
+import { type DeliveryMessage, deliveryChannel, traceStep } from '../seams/diagnostics.js';
 import type { HandleInput, WebhookResponse } from '../seams/handle-input.js';
 import { isThenable, type Maybe } from '../util/maybe.js';
 import { admitBody, checkMethod, headersOf, readFailure, receive } from './admit.js';
@@ -33,6 +35,51 @@ function unexpected(cause: unknown): WebhookVerificationError {
  * it has.
  */
 export function runPipeline(host: PipelineHost, input: HandleInput): Promise<WebhookResponse> {
+  if (!deliveryChannel.hasSubscribers) return pipeline(host, input, undefined);
+  const { queue, transactions } = host.options;
+  const trace: DeliveryMessage = {
+    mode: queue !== undefined ? 'queued' : transactions !== undefined ? 'transactional' : 'inline',
+    deliveryId: undefined,
+    eventType: undefined,
+    eventId: undefined,
+    created: undefined,
+    timestamp: undefined,
+    secretIndex: undefined,
+    verifyMs: undefined,
+    attempt: undefined,
+    status: undefined,
+    code: undefined,
+    outcome: undefined,
+    lastChance: false,
+  };
+  return traceStep(deliveryChannel, trace, () =>
+    pipeline(host, input, trace).then((response) => outcomeOf(trace, response)),
+  );
+}
+
+/** Fills in the trace's answer: its status, what it means, and the error code of a refusal. */
+function outcomeOf(trace: DeliveryMessage, response: WebhookResponse): WebhookResponse {
+  trace.status = response.status;
+  if (response.status === 202) trace.outcome = 'queued';
+  else if (response.status >= 200 && response.status < 300) {
+    trace.outcome = response.body === ok(true).body ? 'duplicate' : 'processed';
+  } else {
+    trace.outcome = 'rejected';
+    try {
+      // pixhook's own answer (answer.ts): {"error":{"code",…}}.
+      trace.code = (JSON.parse(response.body) as { error: { code: DeliveryMessage['code'] } }).error.code;
+    } catch {
+      trace.code = 'INTERNAL_ERROR';
+    }
+  }
+  return response;
+}
+
+function pipeline(
+  host: PipelineHost,
+  input: HandleInput,
+  trace: DeliveryMessage | undefined,
+): Promise<WebhookResponse> {
   // The delivery's budget (deliveryTimeoutMs) counts from here: adapters call handle() as the
   // request's headers arrive, before its body is read.
   const startedAt = performance.now();
@@ -46,16 +93,17 @@ export function runPipeline(host: PipelineHost, input: HandleInput): Promise<Web
     const given = (typeof input === 'object' && input !== null ? input : {}) as HandleInput;
     request = given.request;
     headers = readDeliveryHeaders(headersOf(given.headers), true);
+    if (trace) trace.deliveryId = headers.delivery;
     checkMethod(given.method);
     raw = receive(host.options, given, headers);
   } catch (cause) {
     return Promise.resolve(refused(host, cause, request, headers));
   }
   const read = headers;
-  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, read, request, startedAt));
+  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, read, request, startedAt, trace));
   const limit = host.options.maxBodyBytes;
   return Promise.resolve(raw).then(
-    (body) => proceed(host, body, read, request, startedAt),
+    (body) => proceed(host, body, read, request, startedAt, trace),
     (cause: unknown) => refused(host, readFailure(cause, limit), request, read),
   );
 }
@@ -67,20 +115,39 @@ function proceed(
   headers: DeliveryHeaders,
   request: unknown,
   startedAt: number,
+  trace: DeliveryMessage | undefined,
 ): Maybe<WebhookResponse> {
+  const verifying = trace ? performance.now() : 0;
   let delivery: Maybe<VerifiedDelivery>;
   try {
     delivery = admitBody(host.options, raw, headers);
   } catch (cause) {
+    if (trace) trace.verifyMs = performance.now() - verifying;
     return refused(host, cause, request, headers);
   }
   if (delivery instanceof Promise) {
     return delivery.then(
-      (verified) => answerFor(host, verified, request, startedAt),
-      (cause: unknown) => refused(host, cause, request, headers),
+      (verified) => answerFor(host, verified, request, startedAt, trace && traced(trace, verified, verifying)),
+      (cause: unknown) => {
+        if (trace) trace.verifyMs = performance.now() - verifying;
+        return refused(host, cause, request, headers);
+      },
     );
   }
-  return answerFor(host, delivery, request, startedAt);
+  return answerFor(host, delivery, request, startedAt, trace && traced(trace, delivery, verifying));
+}
+
+/** The trace of a verified delivery: what the signed data says, and how long verifying took. */
+function traced(trace: DeliveryMessage, delivery: VerifiedDelivery, verifying: number): DeliveryMessage {
+  trace.verifyMs = performance.now() - verifying;
+  const { event, timestamp, secretIndex } = delivery;
+  trace.eventType = event.type;
+  trace.eventId = event.id;
+  trace.created = event.created;
+  trace.timestamp = timestamp;
+  trace.secretIndex = secretIndex;
+  trace.attempt = estimateAttempt(event.created, timestamp).attempt;
+  return trace;
 }
 
 function answerFor(
@@ -88,16 +155,51 @@ function answerFor(
   delivery: VerifiedDelivery,
   request: unknown,
   startedAt: number,
+  trace: DeliveryMessage | undefined,
 ): Maybe<WebhookResponse> {
   let answered: Maybe<WebhookResponse>;
   try {
-    answered = runAndAnswer(host, delivery, request, startedAt);
+    answered = runAndAnswer(host, delivery, request, startedAt, trace);
   } catch (cause) {
-    return failedUnexpectedly(host, cause, request);
+    return lastChance(host, delivery, request, failedUnexpectedly(host, cause, request), trace);
   }
   return answered instanceof Promise
-    ? answered.catch((cause: unknown) => failedUnexpectedly(host, cause, request))
-    : answered;
+    ? answered.then(
+        (response) => lastChance(host, delivery, request, response, trace),
+        (cause: unknown) => lastChance(host, delivery, request, failedUnexpectedly(host, cause, request), trace),
+      )
+    : lastChance(host, delivery, request, answered, trace);
+}
+
+/**
+ * The last-chance alarm: an answer other than 2xx to what is probably one of the service's last two
+ * attempts of a delivery (estimated from the signed `created` and `t`, see `estimateAttempt`) is told
+ * to `onError` as `ENDPOINT_AT_RISK`, with the time left and what to do: one more failure (of the
+ * last attempt) and the service auto-disables the endpoint. Returns the response unchanged.
+ */
+function lastChance(
+  host: PipelineHost,
+  delivery: VerifiedDelivery,
+  request: unknown,
+  response: WebhookResponse,
+  trace: DeliveryMessage | undefined,
+): WebhookResponse {
+  if (response.status < 300) return response;
+  try {
+    const { event, deliveryId, timestamp } = delivery;
+    const estimate = estimateAttempt(event.created, timestamp);
+    if (estimate.attemptsLeft > 1) return response;
+    if (trace) trace.lastChance = true;
+    host.reportError(endpointAtRisk(event.type, event.id, response.status, estimate, host.options.now()), {
+      request,
+      deliveryId,
+      timestamp,
+      event,
+    });
+  } catch {
+    // The alarm must never change the answer.
+  }
+  return response;
 }
 
 /**
@@ -132,15 +234,16 @@ function runAndAnswer(
   delivery: VerifiedDelivery,
   request: unknown,
   startedAt: number,
+  trace: DeliveryMessage | undefined,
 ): Maybe<WebhookResponse> {
   const queue = host.options.queue;
   // Queued mode: every verified event is queued, handlers or not here (a receiver often has none:
   // they are registered in the workers).
-  if (queue !== undefined) return enqueue(host, queue, delivery, request, startedAt).then(answerOutcome);
+  if (queue !== undefined) return enqueue(host, queue, delivery, request, startedAt, trace).then(answerOutcome);
   const { event, deliveryId, timestamp } = delivery;
   const handlers = host.handlersFor(event.type);
   // Nothing to run: acknowledge without a round trip to the store.
   if (handlers.length === 0) return ok(false);
-  const outcome = runOnce(host, handlers, event, { deliveryId, timestamp, request }, startedAt);
+  const outcome = runOnce(host, handlers, event, { deliveryId, timestamp, request }, startedAt, trace);
   return outcome instanceof Promise ? outcome.then(answerOutcome) : answerOutcome(outcome);
 }

@@ -1,3 +1,5 @@
+import { type AttemptEstimate, SERVICE_ATTEMPTS } from './retry-schedule.js';
+
 /** Every error code pixhook answers with, and the HTTP status each one maps to. */
 export const ERROR_STATUS = {
   METHOD_NOT_ALLOWED: 405,
@@ -32,6 +34,12 @@ export const ERROR_STATUS = {
    * process died, or blocked its event loop past the job's lock) and the job runs again or fails.
    */
   JOB_STALLED: 500,
+  /**
+   * Never an answer: told to `onError` only (and logged even when `onError` listeners exist), the
+   * last-chance alarm: pixhook answered anything but 2xx to what is probably one of the service's
+   * last two attempts of a delivery, so one more failure auto-disables the endpoint.
+   */
+  ENDPOINT_AT_RISK: 500,
 } as const;
 
 /** A pixhook error code, e.g. `'SIGNATURE_MISMATCH'`. */
@@ -75,6 +83,35 @@ export function isWebhookVerificationError(value: unknown): value is WebhookVeri
   if (typeof value !== 'object' || value === null) return false;
   const { name, code } = value as { name?: unknown; code?: unknown };
   return name === 'WebhookVerificationError' && typeof code === 'string' && Object.hasOwn(ERROR_STATUS, code);
+}
+
+/** `ms` for people, to the minute: `3 min`, `23 h 59 min`; under a minute, `less than a minute`. */
+function roughly(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return 'less than a minute';
+  const hours = Math.floor(minutes / 60);
+  const rest = minutes % 60;
+  return hours === 0 ? `${minutes} min` : rest === 0 ? `${hours} h` : `${hours} h ${rest} min`;
+}
+
+/**
+ * The last-chance alarm (`ENDPOINT_AT_RISK`) for an answer of `status` to `estimate`'s attempt of
+ * event `id` of `type`, at `nowMs`: how much time is left, and what to do.
+ */
+export function endpointAtRisk(
+  type: string,
+  id: string,
+  status: number,
+  estimate: AttemptEstimate,
+  nowMs: number,
+): WebhookVerificationError {
+  const { attempt, attemptsLeft, nextAttemptAt } = estimate;
+  const what = `pixhook answered ${status} to what is probably attempt ${attempt} of ${SERVICE_ATTEMPTS} of event ${id} (${type})`;
+  const message =
+    attemptsLeft === 0 || nextAttemptAt === undefined
+      ? `${what}, the service's last: it now auto-disables this endpoint and emails the account owner, and sends nothing more until the endpoint is enabled again. Fix the cause (the error reported before this one), enable the endpoint again in the service's dashboard, and replay the events that failed.`
+      : `${what}: the service tries once more, in about ${roughly(nextAttemptAt * 1000 - nowMs)}, and if that attempt fails too it auto-disables this endpoint. Fix the cause (the error reported before this one) before then.`;
+  return new WebhookVerificationError('ENDPOINT_AT_RISK', message);
 }
 
 /** The 413 error for a body above `maxBodyBytes`. */

@@ -31,6 +31,8 @@ export interface VerifiedDelivery {
   timestamp: number;
   /** The X-Service-Delivery header. */
   deliveryId: string;
+  /** Which of the secrets matched (0: the first): an operator watches an old secret go quiet. */
+  secretIndex: number;
 }
 
 /** Steps 1–2: parse the header and check the timestamp. */
@@ -56,14 +58,17 @@ export function checkHeader(
 /** Where each `v1` is decoded: verification is synchronous, so one buffer serves every call. */
 const v1Bytes = new Uint8Array(32);
 
-/** Step 3: any `v1` equal, in constant time, to any expected signature. */
-export function matchSignature(expected: readonly Uint8Array[], v1: readonly string[]): void {
+/**
+ * Step 3: any `v1` equal, in constant time, to any expected signature; returns the index of the
+ * secret whose signature matched.
+ */
+export function matchSignature(expected: readonly Uint8Array[], v1: readonly string[]): number {
   for (const candidate of v1) {
     // A v1 that is not 64 hex digits can never match; skipping it leaks nothing about secrets.
     const bytes = hexToBytes32(candidate, v1Bytes);
     if (!bytes) continue;
-    for (const signature of expected) {
-      if (bytesEqual(signature, bytes)) return;
+    for (let i = 0; i < expected.length; i++) {
+      if (bytesEqual(expected[i] as Uint8Array, bytes)) return i;
     }
   }
   throw new WebhookVerificationError(
@@ -73,7 +78,12 @@ export function matchSignature(expected: readonly Uint8Array[], v1: readonly str
 }
 
 /** Steps 4–6: parse the signed body, then check the unsigned headers against it. */
-export function checkBody(body: Uint8Array, headers: DeliveryHeaders, timestamp: number): VerifiedDelivery {
+export function checkBody(
+  body: Uint8Array,
+  headers: DeliveryHeaders,
+  timestamp: number,
+  secretIndex: number,
+): VerifiedDelivery {
   const event = parseEvent(body);
   // The headers are not signed: they may only agree with the body, never steer dispatch.
   const eventHeader = headers.event;
@@ -92,7 +102,7 @@ export function checkBody(body: Uint8Array, headers: DeliveryHeaders, timestamp:
       'The X-Service-Delivery header is missing or empty; the service sends a delivery id with every delivery.',
     );
   }
-  return { event, timestamp, deliveryId };
+  return { event, timestamp, deliveryId, secretIndex };
 }
 
 /**
@@ -105,11 +115,11 @@ export function verifyDelivery(options: VerifyOptions, body: Uint8Array, headers
   if (!getNodeCrypto()) throw nodeCryptoUnavailable();
   const { t, timestamp, v1 } = checkHeader(options, headers);
   const keys = hmacKeys(options.secrets);
-  matchSignature(
+  const secretIndex = matchSignature(
     keys.length === 1 ? [hmacSha256(keys[0] as HmacKey, t, body)] : keys.map((key) => hmacSha256(key, t, body)),
     v1,
   );
-  return checkBody(body, headers, timestamp);
+  return checkBody(body, headers, timestamp, secretIndex);
 }
 
 /**
@@ -122,8 +132,11 @@ export async function verifyDeliveryWeb(
   headers: DeliveryHeaders,
 ): Promise<VerifiedDelivery> {
   const { t, timestamp, v1 } = checkHeader(options, headers);
-  matchSignature(await Promise.all(options.secrets.map((secret) => hmacSha256Web(secret, t, body))), v1);
-  return checkBody(body, headers, timestamp);
+  const secretIndex = matchSignature(
+    await Promise.all(options.secrets.map((secret) => hmacSha256Web(secret, t, body))),
+    v1,
+  );
+  return checkBody(body, headers, timestamp, secretIndex);
 }
 
 /**

@@ -14,6 +14,12 @@ export interface QueuedDelivery {
   readonly deliveryId: string;
   /** The signature's `t`, in Unix seconds. */
   readonly timestamp: number;
+  /**
+   * Trace context headers (W3C `traceparent`, `tracestate`) set by a tracer subscribed to
+   * `pixhook:enqueue` (`@pixhook/opentelemetry`), so the worker's span joins the request's trace.
+   * Absent when nothing traces.
+   */
+  readonly traceContext?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -40,6 +46,10 @@ export interface WebhookQueue {
    * engine needs no timer of its own per delivery.
    */
   readonly enqueueTimeoutMs?: number;
+  /** Optional. The engine's name for traces and metrics (`bullmq`, `pg-boss`). */
+  readonly engine?: string;
+  /** Optional. The queue's name for traces and metrics. */
+  readonly queueName?: string;
 }
 
 /** What a handler run by a queue worker learns of its job (`context.job`). */
