@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import type { INestApplication } from '@nestjs/common';
+import type { INestApplication, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -13,6 +13,8 @@ export type NestPlatform = 'express' | 'fastify';
 export interface NestAppOptions {
   rawBody?: boolean;
   bodyParser?: boolean;
+  /** The app's logger; @default false (none) */
+  logger?: LoggerService | false;
 }
 
 /** A Nest app on `platform`, listening on 127.0.0.1 at a free port, as `main.ts` starts one. */

@@ -7,6 +7,7 @@ export {
   type WebhookHandlerContext,
   type WebhookMethod,
 } from './decorators.js';
+export { nestLogger } from './logger.js';
 export { PIXHOOK_MODULE_OPTIONS, type PixhookModuleAsyncOptions } from './module-definition.js';
 export type { PixhookModuleOptions, PixhookRouteOptions } from './options.js';
 export { PixhookModule } from './pixhook.module.js';

@@ -198,7 +198,8 @@ export const transactionChannel: Traced<TransactionMessage> = channel(CHANNELS.t
 /**
  * Runs `fn` as one traced step with `message`: `start` (in the channel's bound stores, and in the
  * subscriber's context when it set `runInContext`), `end`, then `asyncStart` and `asyncEnd` when a
- * promise it returned settles, with `error` first when it threw or rejected. Returns what `fn`
+ * promise it returned settles, with `error` first when it threw or rejected, or resolved after
+ * setting `message.error` itself (a step that fails without rejecting). Returns what `fn`
  * returned (the same promise), so a synchronous step stays synchronous.
  */
 export function traceStep<M extends { error?: unknown; runInContext?: <T>(fn: () => T) => T }, T>(
@@ -224,6 +225,8 @@ export function traceStep<M extends { error?: unknown; runInContext?: <T>(fn: ()
   if (settled) {
     Promise.resolve(settled).then(
       () => {
+        // A step that failed without rejecting (an enqueue answered 503) set `error` itself.
+        if (message.error !== undefined) traced.error.publish(message);
         traced.asyncStart.publish(message);
         traced.asyncEnd.publish(message);
       },
