@@ -1,0 +1,8 @@
+export {
+  INSTRUMENTATION_NAME,
+  INSTRUMENTATION_VERSION,
+  PixhookInstrumentation,
+  type PixhookInstrumentationConfig,
+  type QueueCounts,
+  type QueueWithCounts,
+} from './instrumentation.js';

@@ -1,0 +1,633 @@
+import diagnostics_channel from 'node:diagnostics_channel';
+import {
+  type Attributes,
+  type Context,
+  type Counter,
+  context,
+  type Histogram,
+  type Link,
+  type ObservableGauge,
+  type ObservableResult,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type UpDownCounter,
+} from '@opentelemetry/api';
+import { InstrumentationBase, type InstrumentationConfig } from '@opentelemetry/instrumentation';
+import {
+  CHANNELS,
+  type DeliveryMessage,
+  type EnqueueMessage,
+  type HandlerMessage,
+  type JobMessage,
+  type TransactionMessage,
+} from '@pixhook/core';
+import { ATTR, errorCode, errorType, number, text } from './attributes.js';
+
+/** The instrumentation's name: its tracer's and its meter's. */
+export const INSTRUMENTATION_NAME = '@pixhook/opentelemetry';
+/** This package's version (package.json's; a test keeps them equal). */
+export const INSTRUMENTATION_VERSION = '0.1.0';
+
+/** How many jobs a queue holds in each state (`BullMQQueue.counts()`, `PgBossQueue.counts()`). */
+export interface QueueCounts {
+  /** Jobs waiting for a worker. */
+  waiting: number;
+  /** Jobs a worker is running now. */
+  active: number;
+  /** Jobs waiting for their time: a retry's backoff, or a delay. */
+  delayed: number;
+  /** Jobs that ran out of attempts and are kept as dead letters. */
+  deadLetter: number;
+}
+
+/** A queue whose job counts the `pixhook.queue.jobs` gauge observes. */
+export interface QueueWithCounts {
+  /** Resolves with the queue's job counts; a rejection (or no answer in 5 s) skips the queue for that collection. */
+  counts(): Promise<QueueCounts>;
+  /** The engine's name, `messaging.system` (`bullmq`, `pg-boss`). @default 'unknown' */
+  readonly engine?: string;
+  /** The queue's name, `messaging.destination.name`. @default the engine's name */
+  readonly queueName?: string;
+}
+
+/** The options of `new PixhookInstrumentation(config)`. */
+export interface PixhookInstrumentationConfig extends InstrumentationConfig {
+  /**
+   * Queues whose job counts (waiting, active, delayed, dead letters) the `pixhook.queue.jobs` gauge
+   * reports at each collection. More can be added later with `observeQueue(queue)`.
+   * @default []
+   */
+  queues?: QueueWithCounts[];
+}
+
+/** The longest wait for a queue's `counts()` at a collection, in ms. */
+const COUNTS_TIMEOUT_MS = 5_000;
+
+const QUEUE_STATES = [
+  ['waiting', 'waiting'],
+  ['active', 'active'],
+  ['delayed', 'delayed'],
+  ['deadLetter', 'dead_letter'],
+] as const;
+
+interface Instruments {
+  deliveries: Counter;
+  verifyDuration: Histogram;
+  handlerDuration: Histogram;
+  handlerActive: UpDownCounter;
+  secretMatches: Counter;
+  endpointAtRisk: Counter;
+  enqueueDuration: Histogram;
+  jobDuration: Histogram;
+  queueJobs: ObservableGauge;
+  observe: (result: ObservableResult) => Promise<void>;
+}
+
+/** What the instrumentation keeps of one message between its `start` and its `asyncEnd`. */
+interface Step {
+  span: Span;
+  /** `performance.now()` at start. */
+  startedAt: number;
+  /** An `error` was published. */
+  failed: boolean;
+  /** The metric attribute of the handler's event type, counted in `pixhook.handler.active`. */
+  active?: Attributes;
+}
+
+type Handlers = {
+  start(message: unknown): void;
+  end(message: unknown): void;
+  asyncStart(message: unknown): void;
+  asyncEnd(message: unknown): void;
+  error(message: unknown): void;
+};
+
+const nothing = (): void => {};
+
+function isQueueWithCounts(value: unknown): value is QueueWithCounts {
+  return typeof value === 'object' && value !== null && typeof (value as QueueWithCounts).counts === 'function';
+}
+
+function checkQueues(queues: unknown): void {
+  if (queues === undefined) return;
+  if (!Array.isArray(queues)) {
+    throw new TypeError('pixhook: PixhookInstrumentation: `queues` must be an array of queues with a counts() method.');
+  }
+  queues.forEach((queue, i) => {
+    if (!isQueueWithCounts(queue)) {
+      throw new TypeError(
+        `pixhook: PixhookInstrumentation: queues[${i}] has no counts() method (BullMQQueue and PgBossQueue have one).`,
+      );
+    }
+  });
+}
+
+/** A queue's engine and name for the gauge's attributes, read once per collection. */
+function queueIdentity(queue: QueueWithCounts): { system: string; name: string } {
+  let engine: string | undefined;
+  let name: string | undefined;
+  try {
+    engine = text(queue.engine);
+    name = text(queue.queueName);
+  } catch {
+    // A getter that throws: the defaults below.
+  }
+  const system = engine || 'unknown';
+  return { system, name: name || system };
+}
+
+/** `counts()` within `ms`, or undefined: a queue that fails or hangs is skipped, never thrown. */
+async function boundedCounts(queue: QueueWithCounts, ms: number): Promise<QueueCounts | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(resolve, ms, undefined);
+      timer.unref?.();
+    });
+    const counted = Promise.resolve()
+      .then(() => queue.counts())
+      .catch(() => undefined);
+    return await Promise.race([counted, timeout]);
+  } catch {
+    return undefined;
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}
+
+/**
+ * OpenTelemetry instrumentation for pixhook: subscribes to the `diagnostics_channel` tracing
+ * channels `@pixhook/core` publishes on (`CHANNELS`) and turns them into spans (`receive`,
+ * `handler`, `send`, `process`, `transaction`) and metrics (`pixhook.deliveries`, durations,
+ * matched secrets, the last-chance alarm, queue job counts). It patches no module: load it before
+ * or after pixhook, in any order. Never records a secret, a signature, a body or a handler's
+ * error message.
+ *
+ * @example
+ * import { registerInstrumentations } from '@opentelemetry/instrumentation';
+ * import { PixhookInstrumentation } from '@pixhook/opentelemetry';
+ * registerInstrumentations({ instrumentations: [new PixhookInstrumentation({ queues: [queue] })] });
+ */
+export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumentationConfig> {
+  // Declared, not initialised: the base constructor calls enable() and _updateMetricInstruments()
+  // before a subclass's field initialisers would run (and they would then reset what those set).
+  declare private steps: WeakMap<object, Step> | undefined;
+  declare private subscriptions: Array<[diagnostics_channel.TracingChannel<unknown, object>, Handlers]> | undefined;
+  declare private instruments: Instruments | undefined;
+  declare private observed: Set<QueueWithCounts> | undefined;
+
+  constructor(config: PixhookInstrumentationConfig = {}) {
+    super(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION, config);
+  }
+
+  override setConfig(config: PixhookInstrumentationConfig = {}): void {
+    checkQueues(config.queues);
+    super.setConfig({ ...config, queues: [...(config.queues ?? [])] });
+  }
+
+  /** No module is patched: pixhook publishes on `diagnostics_channel`, and `enable()` subscribes. */
+  protected override init(): [] {
+    return [];
+  }
+
+  /** Subscribes to pixhook's channels (the base class calls it unless `enabled: false`). */
+  override enable(): void {
+    if (this.subscriptions) return;
+    this.steps ??= new WeakMap();
+    const subscriptions: Array<[diagnostics_channel.TracingChannel<unknown, object>, Handlers]> = [
+      [CHANNELS.delivery, this.deliveryHandlers()],
+      [CHANNELS.handler, this.handlerHandlers()],
+      [CHANNELS.enqueue, this.enqueueHandlers()],
+      [CHANNELS.job, this.jobHandlers()],
+      [CHANNELS.transaction, this.transactionHandlers()],
+    ].map(([name, handlers]) => [diagnostics_channel.tracingChannel(name as string), handlers as Handlers]);
+    for (const [channel, handlers] of subscriptions) channel.subscribe(handlers);
+    this.subscriptions = subscriptions;
+  }
+
+  /** Unsubscribes: no span or metric is recorded until `enable()` again. */
+  override disable(): void {
+    const subscriptions = this.subscriptions;
+    if (!subscriptions) return;
+    this.subscriptions = undefined;
+    for (const [channel, handlers] of subscriptions) channel.unsubscribe(handlers);
+  }
+
+  /**
+   * Adds a queue whose job counts the `pixhook.queue.jobs` gauge reports (beside the `queues`
+   * option's). Returns a function that stops observing it.
+   */
+  observeQueue(queue: QueueWithCounts): () => void {
+    if (!isQueueWithCounts(queue)) {
+      throw new TypeError(
+        'pixhook: observeQueue(queue): the queue has no counts() method (BullMQQueue and PgBossQueue have one).',
+      );
+    }
+    this.observed ??= new Set();
+    this.observed.add(queue);
+    return () => {
+      this.observed?.delete(queue);
+    };
+  }
+
+  /** (Re)creates the instruments on the current meter (the base class calls it when a meter provider is set). */
+  protected override _updateMetricInstruments(): void {
+    const previous = this.instruments;
+    if (previous) previous.queueJobs.removeCallback(previous.observe);
+    const meter = this.meter;
+    const queueJobs = meter.createObservableGauge('pixhook.queue.jobs', {
+      description: 'Jobs in each state of each observed queue: waiting, active, delayed, dead_letter.',
+      unit: '{job}',
+    });
+    const observe = (result: ObservableResult) => this.observeQueues(result);
+    queueJobs.addCallback(observe);
+    this.instruments = {
+      deliveries: meter.createCounter('pixhook.deliveries', {
+        description: 'Deliveries answered, by outcome, status and error code.',
+        unit: '{delivery}',
+      }),
+      verifyDuration: meter.createHistogram('pixhook.verify.duration', {
+        description: 'Time to check the size, the signature and parse the event of a delivery.',
+        unit: 's',
+      }),
+      handlerDuration: meter.createHistogram('pixhook.handler.duration', {
+        description: 'Duration of one handler run, in a request or in a queue worker.',
+        unit: 's',
+      }),
+      handlerActive: meter.createUpDownCounter('pixhook.handler.active', {
+        description: 'Handler runs in progress.',
+        unit: '{run}',
+      }),
+      secretMatches: meter.createCounter('pixhook.secret.matches', {
+        description: 'Verified deliveries by the index of the secret that matched (0: the first).',
+        unit: '{delivery}',
+      }),
+      endpointAtRisk: meter.createCounter('pixhook.endpoint.at_risk', {
+        description:
+          'Deliveries answered with a failure on what was probably one of the last attempts before the service disables the endpoint (ENDPOINT_AT_RISK).',
+        unit: '{delivery}',
+      }),
+      enqueueDuration: meter.createHistogram('pixhook.enqueue.duration', {
+        description: 'Time to write a verified delivery to the queue.',
+        unit: 's',
+      }),
+      jobDuration: meter.createHistogram('pixhook.job.duration', {
+        description: "Duration of one queued job's run by a worker.",
+        unit: 's',
+      }),
+      queueJobs,
+      observe,
+    };
+  }
+
+  private async observeQueues(result: ObservableResult): Promise<void> {
+    try {
+      if (!this.subscriptions) return;
+      const queues = new Set<QueueWithCounts>([...(this._config.queues ?? []), ...(this.observed ?? [])]);
+      await Promise.all(
+        [...queues].map(async (queue) => {
+          const { system, name } = queueIdentity(queue);
+          const counts = await boundedCounts(queue, COUNTS_TIMEOUT_MS);
+          if (typeof counts !== 'object' || counts === null) return;
+          for (const [field, state] of QUEUE_STATES) {
+            const value = number((counts as unknown as Record<string, unknown>)[field]);
+            if (value === undefined || value < 0) continue;
+            result.observe(value, {
+              [ATTR.messagingSystem]: system,
+              [ATTR.messagingDestination]: name,
+              [ATTR.queueState]: state,
+            });
+          }
+        }),
+      );
+    } catch (error) {
+      this._diag.debug('pixhook: observing the queues failed', errorType(error));
+    }
+  }
+
+  /** Runs `handler` for a message, never throwing: Node rethrows a subscriber's exception as uncaught. */
+  private safely<M>(where: string, handler: (message: M) => void): (message: unknown) => void {
+    return (message) => {
+      try {
+        if (typeof message === 'object' && message !== null) handler(message as M);
+      } catch (error) {
+        this._diag.debug(`pixhook: ${where} failed`, errorType(error));
+      }
+    };
+  }
+
+  private begin(message: object, span: Span): Step {
+    const step: Step = { span, startedAt: performance.now(), failed: false };
+    this.steps?.set(message, step);
+    return step;
+  }
+
+  /** The step of `message`, removed: asyncEnd is the last event of a message. */
+  private finish(message: object): Step | undefined {
+    const step = this.steps?.get(message);
+    if (step) this.steps?.delete(message);
+    return step;
+  }
+
+  private failed(message: object): void {
+    const step = this.steps?.get(message);
+    if (step) step.failed = true;
+  }
+
+  /** The context in which the span of a message started, for a child. */
+  private parentContext(parent: object | undefined): Context {
+    const step = parent ? this.steps?.get(parent) : undefined;
+    return step ? trace.setSpan(context.active(), step.span) : context.active();
+  }
+
+  /** Makes pixhook run the step in `span`'s context, after whatever another subscriber set. */
+  private runIn(message: { runInContext?: <T>(fn: () => T) => T }, parent: Context, span: Span): void {
+    const active = trace.setSpan(parent, span);
+    const previous = message.runInContext;
+    message.runInContext = previous
+      ? <T>(fn: () => T): T => context.with(active, () => previous(fn))
+      : <T>(fn: () => T): T => context.with(active, fn);
+  }
+
+  private deliveryHandlers(): Handlers {
+    return {
+      start: this.safely<DeliveryMessage>('receive start', (message) => {
+        const parent = context.active();
+        const span = this.tracer.startSpan(
+          'receive webhook',
+          {
+            kind: SpanKind.CONSUMER,
+            attributes: {
+              [ATTR.messagingSystem]: 'pixhook',
+              [ATTR.messagingOperation]: 'receive',
+              [ATTR.mode]: text(message.mode) ?? 'inline',
+            },
+          },
+          parent,
+        );
+        this.begin(message, span);
+        this.runIn(message, parent, span);
+      }),
+      end: nothing,
+      asyncStart: nothing,
+      error: this.safely<DeliveryMessage>('receive error', (message) => this.failed(message)),
+      asyncEnd: this.safely<DeliveryMessage>('receive end', (message) => this.endDelivery(message)),
+    };
+  }
+
+  private endDelivery(message: DeliveryMessage): void {
+    const step = this.finish(message);
+    const status = number(message.status);
+    const code = text(message.code, 64);
+    const eventType = text(message.eventType, 256);
+    const eventId = text(message.eventId, 256);
+    const outcome = text(message.outcome, 32) ?? 'rejected';
+    const mode = text(message.mode, 32) ?? 'inline';
+    const secretIndex = number(message.secretIndex);
+    const attempt = number(message.attempt);
+    const verifyMs = number(message.verifyMs);
+    const failure = status === undefined || status < 200 || status >= 300;
+    const errorTypeValue = failure ? (code ?? 'INTERNAL_ERROR') : undefined;
+
+    if (step) {
+      const { span } = step;
+      if (eventType !== undefined) span.updateName(`receive ${eventType}`);
+      const attributes: Attributes = {
+        [ATTR.outcome]: outcome,
+        [ATTR.mode]: mode,
+        [ATTR.eventType]: eventType,
+        [ATTR.eventId]: eventId,
+        [ATTR.messageId]: eventId,
+        [ATTR.deliveryId]: text(message.deliveryId),
+        [ATTR.statusCode]: status,
+        [ATTR.errorType]: errorTypeValue,
+        [ATTR.secretIndex]: secretIndex,
+        [ATTR.attempt]: attempt,
+        [ATTR.verifyDuration]: verifyMs === undefined ? undefined : verifyMs / 1000,
+        [ATTR.lastChance]: message.lastChance === true ? true : undefined,
+      };
+      span.setAttributes(attributes);
+      if (status === undefined || status >= 500 || status === 409 || message.lastChance === true || step.failed) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      span.end();
+    }
+
+    const instruments = this.instruments;
+    if (!instruments) return;
+    const delivery: Attributes = { [ATTR.outcome]: outcome, [ATTR.mode]: mode };
+    if (status !== undefined) delivery[ATTR.statusCode] = status;
+    if (errorTypeValue !== undefined) delivery[ATTR.errorType] = errorTypeValue;
+    if (eventType !== undefined) delivery[ATTR.eventType] = eventType;
+    instruments.deliveries.add(1, delivery);
+    if (verifyMs !== undefined) {
+      instruments.verifyDuration.record(verifyMs / 1000, { [ATTR.verified]: secretIndex !== undefined });
+    }
+    if (secretIndex !== undefined) instruments.secretMatches.add(1, { [ATTR.secretIndex]: secretIndex });
+    if (message.lastChance === true) {
+      const atRisk: Attributes = { [ATTR.errorType]: errorTypeValue ?? 'INTERNAL_ERROR' };
+      if (eventType !== undefined) atRisk[ATTR.eventType] = eventType;
+      if (attempt !== undefined) atRisk[ATTR.attempt] = attempt;
+      instruments.endpointAtRisk.add(1, atRisk);
+    }
+  }
+
+  private handlerHandlers(): Handlers {
+    return {
+      start: this.safely<HandlerMessage>('handler start', (message) => {
+        const parent = this.parentContext(message.parent);
+        const name = text(message.handlerName) || 'anonymous';
+        const eventType = text(message.eventType, 256);
+        const span = this.tracer.startSpan(
+          `handler ${name}`,
+          {
+            kind: SpanKind.INTERNAL,
+            attributes: {
+              [ATTR.functionName]: name,
+              [ATTR.handlerIndex]: number(message.index),
+              [ATTR.eventType]: eventType,
+              [ATTR.eventId]: text(message.eventId, 256),
+              [ATTR.deliveryId]: text(message.deliveryId),
+            },
+          },
+          parent,
+        );
+        const step = this.begin(message, span);
+        this.runIn(message, parent, span);
+        if (this.instruments) {
+          step.active = eventType === undefined ? {} : { [ATTR.eventType]: eventType };
+          this.instruments.handlerActive.add(1, step.active);
+        }
+      }),
+      end: nothing,
+      asyncStart: nothing,
+      error: this.safely<HandlerMessage>('handler error', (message) => this.failed(message)),
+      asyncEnd: this.safely<HandlerMessage>('handler end', (message) => {
+        const step = this.finish(message);
+        if (!step) return;
+        const seconds = (performance.now() - step.startedAt) / 1000;
+        const { span } = step;
+        if (step.failed) {
+          span.setAttribute(ATTR.errorType, errorType(message.error));
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        span.end();
+        const instruments = this.instruments;
+        if (!instruments) return;
+        if (step.active) instruments.handlerActive.add(-1, step.active);
+        const attributes: Attributes = {
+          [ATTR.functionName]: text(message.handlerName) || 'anonymous',
+          [ATTR.handlerOutcome]: step.failed ? 'error' : 'ok',
+          [ATTR.queued]: message.job !== undefined,
+        };
+        const eventType = text(message.eventType, 256);
+        if (eventType !== undefined) attributes[ATTR.eventType] = eventType;
+        instruments.handlerDuration.record(seconds, attributes);
+      }),
+    };
+  }
+
+  private enqueueHandlers(): Handlers {
+    return {
+      start: this.safely<EnqueueMessage>('send start', (message) => {
+        const parent = this.parentContext(message.parent);
+        const system = text(message.engine) || 'unknown';
+        const destination = text(message.queueName);
+        const eventId = text(message.eventId, 256);
+        const span = this.tracer.startSpan(
+          `send ${destination || system}`,
+          {
+            kind: SpanKind.PRODUCER,
+            attributes: {
+              [ATTR.messagingSystem]: system,
+              [ATTR.messagingDestination]: destination,
+              [ATTR.messagingOperation]: 'send',
+              [ATTR.messageId]: eventId,
+              [ATTR.eventType]: text(message.eventType, 256),
+              [ATTR.eventId]: eventId,
+              [ATTR.deliveryId]: text(message.deliveryId),
+            },
+          },
+          parent,
+        );
+        this.begin(message, span);
+        const carrier: Record<string, string> = {};
+        propagation.inject(trace.setSpan(parent, span), carrier);
+        if (Object.keys(carrier).length > 0) message.traceContext = { ...message.traceContext, ...carrier };
+      }),
+      end: nothing,
+      asyncStart: nothing,
+      error: this.safely<EnqueueMessage>('send error', (message) => this.failed(message)),
+      asyncEnd: this.safely<EnqueueMessage>('send end', (message) => {
+        const step = this.finish(message);
+        if (!step) return;
+        const seconds = (performance.now() - step.startedAt) / 1000;
+        // A refused write resolves (core answers 503) with the error on the message.
+        const failed = step.failed || message.error !== undefined;
+        const { span } = step;
+        if (failed) {
+          span.setAttribute(ATTR.errorType, errorCode(message.error, 'QUEUE_UNAVAILABLE'));
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        span.end();
+        this.instruments?.enqueueDuration.record(seconds, {
+          [ATTR.messagingSystem]: text(message.engine) || 'unknown',
+          [ATTR.outcome]: failed ? 'rejected' : 'queued',
+        });
+      }),
+    };
+  }
+
+  private jobHandlers(): Handlers {
+    return {
+      start: this.safely<JobMessage>('process start', (message) => {
+        const extracted = propagation.extract(ROOT_CONTEXT, message.traceContext ?? {});
+        const linked = trace.getSpanContext(extracted);
+        const valid = linked !== undefined && trace.isSpanContextValid(linked);
+        const parent = valid ? extracted : context.active();
+        const job = message.job;
+        const system = text(job?.engine) || 'unknown';
+        const eventId = text(message.eventId, 256);
+        const links: Link[] = valid ? [{ context: linked }] : [];
+        const span = this.tracer.startSpan(
+          `process ${system}`,
+          {
+            kind: SpanKind.CONSUMER,
+            links,
+            attributes: {
+              [ATTR.messagingSystem]: system,
+              [ATTR.messagingDestination]: system,
+              [ATTR.messagingOperation]: 'process',
+              [ATTR.messageId]: eventId,
+              [ATTR.eventType]: text(message.eventType, 256),
+              [ATTR.eventId]: eventId,
+              [ATTR.deliveryId]: text(message.deliveryId),
+              [ATTR.jobAttempt]: number(job?.attempt),
+              [ATTR.jobMaxAttempts]: number(job?.maxAttempts),
+            },
+          },
+          parent,
+        );
+        this.begin(message, span);
+        this.runIn(message, parent, span);
+      }),
+      end: nothing,
+      asyncStart: nothing,
+      error: this.safely<JobMessage>('process error', (message) => this.failed(message)),
+      asyncEnd: this.safely<JobMessage>('process end', (message) => {
+        const step = this.finish(message);
+        if (!step) return;
+        const seconds = (performance.now() - step.startedAt) / 1000;
+        const { span } = step;
+        if (step.failed) {
+          span.setAttribute(ATTR.errorType, errorCode(message.error, 'HANDLER_FAILED'));
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        span.end();
+        const attributes: Attributes = {
+          [ATTR.messagingSystem]: text(message.job?.engine) || 'unknown',
+          [ATTR.jobOutcome]: step.failed ? 'error' : 'ok',
+        };
+        const eventType = text(message.eventType, 256);
+        if (eventType !== undefined) attributes[ATTR.eventType] = eventType;
+        this.instruments?.jobDuration.record(seconds, attributes);
+      }),
+    };
+  }
+
+  private transactionHandlers(): Handlers {
+    return {
+      start: this.safely<TransactionMessage>('transaction start', (message) => {
+        const eventType = text(message.eventType, 256);
+        const span = this.tracer.startSpan(
+          eventType ? `transaction ${eventType}` : 'transaction',
+          {
+            kind: SpanKind.INTERNAL,
+            attributes: { [ATTR.eventType]: eventType || undefined, [ATTR.eventId]: text(message.eventId, 256) },
+          },
+          context.active(),
+        );
+        this.begin(message, span);
+      }),
+      end: nothing,
+      asyncStart: nothing,
+      error: this.safely<TransactionMessage>('transaction error', (message) => this.failed(message)),
+      asyncEnd: this.safely<TransactionMessage>('transaction end', (message) => {
+        const step = this.finish(message);
+        if (!step) return;
+        const { span } = step;
+        const result = text(message.result, 32);
+        if (result !== undefined) span.setAttribute(ATTR.transactionResult, result);
+        if (step.failed) {
+          span.setAttribute(ATTR.errorType, errorCode(message.error, errorType(message.error)));
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        span.end();
+      }),
+    };
+  }
+}
