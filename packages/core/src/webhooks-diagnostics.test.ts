@@ -4,7 +4,7 @@
  * and that nothing of the secret, the signature or the body is in any message.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   CHANNELS,
   type EnqueueMessage,
@@ -323,5 +323,35 @@ describe('diagnostics channels', () => {
     const traced = await post(webhooks, createTestEvent('image.created')).answer;
     expect(traced).toEqual(quiet);
     expect(diagnostics_channel.tracingChannel(CHANNELS.delivery).hasSubscribers).toBe(true);
+  });
+});
+
+describe('a runtime without diagnostics_channel', () => {
+  it('answers as usual and publishes nothing', async () => {
+    vi.resetModules();
+    const getBuiltinModule = process.getBuiltinModule;
+    // As in workerd without nodejs_compat: no way to load node:diagnostics_channel.
+    Object.defineProperty(process, 'getBuiltinModule', { value: undefined, configurable: true, writable: true });
+    try {
+      const fresh = await import('./index.js');
+      const seen = listen('delivery', 'handler');
+      const webhooks = new fresh.Webhooks({ secret: SECRET });
+      const ran: string[] = [];
+      webhooks.on('image.created', (event) => void ran.push(event.id));
+      const event = createTestEvent('image.created');
+      const request = createSignedRequest(event, { secret: SECRET });
+      const answer = await webhooks.handle({ method: 'POST', headers: request.headers, body: request.body });
+      expect(answer.status).toBe(200);
+      expect(ran).toEqual([event.id]);
+      // Subscribed on Node's channels, but this copy of core could not load them.
+      expect(seen).toEqual([]);
+    } finally {
+      Object.defineProperty(process, 'getBuiltinModule', {
+        value: getBuiltinModule,
+        configurable: true,
+        writable: true,
+      });
+      vi.resetModules();
+    }
   });
 });

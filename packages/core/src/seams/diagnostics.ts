@@ -174,13 +174,14 @@ function tracingChannelFactory(): TracingChannelFactory | undefined {
   }
 }
 
+const nothing = { publish() {} };
 const SILENT: Traced<object> = {
   hasSubscribers: false,
   start: { publish() {}, runStores: (_message, fn) => fn() },
-  end: { publish() {} },
-  asyncStart: { publish() {} },
-  asyncEnd: { publish() {} },
-  error: { publish() {} },
+  end: nothing,
+  asyncStart: nothing,
+  asyncEnd: nothing,
+  error: nothing,
 };
 
 const factory = tracingChannelFactory();
