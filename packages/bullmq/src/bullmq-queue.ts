@@ -25,6 +25,24 @@ export type DeadLetter = CoreDeadLetter;
 /** Which dead letters to list. */
 export type ListOptions = DeadLetterListOptions;
 
+/**
+ * How many jobs of the queue are in each state (`queue.counts()`), as BullMQ keeps them in Redis.
+ * The same shape as `@pixhook/pg-boss`'s, so a metrics reader (`@pixhook/opentelemetry`) takes either.
+ */
+export interface QueueCounts {
+  /**
+   * Jobs ready to run, waiting for a free worker (BullMQ's `waiting`, also while the queue is
+   * paused, and `prioritized`, which pixhook's own jobs do not use).
+   */
+  readonly waiting: number;
+  /** Jobs a worker is running now (BullMQ's `active`). */
+  readonly active: number;
+  /** Jobs waiting for their retry's backoff to pass before they are ready again (BullMQ's `delayed`). */
+  readonly delayed: number;
+  /** Dead letters: jobs out of attempts, kept until retried or discarded (BullMQ's `failed`; what `countDeadLetters()` counts). */
+  readonly deadLetter: number;
+}
+
 function isRedisInstance(connection: ConnectionOptions): boolean {
   const client = connection as Record<string, unknown>;
   return ['connect', 'disconnect', 'duplicate'].every((name) => typeof client[name] === 'function');
@@ -103,6 +121,16 @@ export class BullMQQueue implements WebhookQueue {
     return `BullMQQueue { name: ${name}, prefix: ${prefix}, attempts: ${attempts}, workers: ${this.#workers.size} }`;
   }
 
+  /** The engine's name, `'bullmq'`: what traces and metrics (`@pixhook/opentelemetry`) call it. */
+  get engine(): 'bullmq' {
+    return 'bullmq';
+  }
+
+  /** The BullMQ queue's name (the `name` option), for traces and metrics. */
+  get queueName(): string {
+    return this.#options.name;
+  }
+
   /** The BullMQ `Queue` underneath, for its events, metrics and dashboards. */
   get bullQueue(): Queue {
     return this.#queue;
@@ -160,6 +188,24 @@ export class BullMQQueue implements WebhookQueue {
   /** How many dead letters there are. */
   countDeadLetters(): Promise<number> {
     return this.#queue.getFailedCount();
+  }
+
+  /**
+   * How many jobs are waiting, running, delayed for a retry's backoff, and dead letters, read in
+   * one Redis round trip (one script): for a dashboard or a metrics gauge. Rejects while Redis is
+   * unreachable.
+   * @example
+   * const { waiting, deadLetter } = await queue.counts()
+   */
+  async counts(): Promise<QueueCounts> {
+    const counts = await this.#queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed');
+    const count = (state: string) => Number(counts[state] ?? 0);
+    return {
+      waiting: count('waiting') + count('prioritized'),
+      active: count('active'),
+      delayed: count('delayed'),
+      deadLetter: count('failed'),
+    };
   }
 
   /** One dead letter, by job id or event id; undefined when there is no such dead letter. */

@@ -227,6 +227,47 @@ describeWithRedis('queued processing on BullMQ', () => {
     expect(await queue.countDeadLetters()).toBe(0);
   });
 
+  it('counts() gives the jobs waiting, running, delayed for a backoff and dead-lettered; engine and queueName name the queue', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held = signed();
+    const flaky = [signed(), signed()];
+    // A retry waits a minute: the flaky events stay delayed for the whole test. Each state gets its
+    // own number of jobs, so that no two states can be mistaken for each other.
+    const options = testQueueOptions(server.port, { attempts: 2, backoff: { type: 'fixed', delayMs: 60_000 } });
+    const { queue, webhooks, runs } = queuedWebhooks(options, (event) => {
+      if (flaky.some((request) => request.event.id === event.id)) throw new Error('flaky');
+      if (event.id === held.event.id) return gate;
+    });
+    track(queue);
+    expect(queue.engine).toBe('bullmq');
+    expect(queue.queueName).toBe(options.name);
+    expect(track(new BullMQQueue({ connection: options.connection })).queueName).toBe('pixhook-webhooks');
+    expect(await queue.counts()).toEqual({ waiting: 0, active: 0, delayed: 0, deadLetter: 0 });
+
+    // One worker slot: the held event keeps it busy, so the events queued after it wait.
+    queue.startWorker(webhooks, { concurrency: 1 });
+    for (const request of flaky) expect((await webhooks.handle(request)).status).toBe(202);
+    // Jobs that hold no pixhook delivery are failed at once: three dead letters.
+    for (const id of ['evt_foreign_1', 'evt_foreign_2', 'evt_foreign_3']) {
+      await queue.bullQueue.add('image.created', { hello: 'world' }, { jobId: id });
+    }
+    await until(
+      async () => (await queue.bullQueue.getDelayedCount()) === 2 && (await queue.countDeadLetters()) === 3,
+      'the flaky events delayed and the foreign jobs dead',
+    );
+    expect((await webhooks.handle(held)).status).toBe(202);
+    await until(() => runs.some((run) => run.eventId === held.event.id), 'the held event to run');
+    for (let i = 0; i < 4; i++) expect((await webhooks.handle(signed())).status).toBe(202);
+    expect(await queue.counts()).toEqual({ waiting: 4, active: 1, delayed: 2, deadLetter: 3 });
+
+    release();
+    await until(async () => (await queue.bullQueue.getCompletedCount()) === 5, 'five completions');
+    expect(await queue.counts()).toEqual({ waiting: 0, active: 0, delayed: 2, deadLetter: 3 });
+  });
+
   it('a job that holds no pixhook delivery is failed at once, without running handlers', async () => {
     const { queue, webhooks, runs, errors } = queuedWebhooks(testQueueOptions(server.port));
     track(queue);
@@ -270,6 +311,7 @@ describeWithRedis('queued processing on BullMQ', () => {
     expect(answer.status).toBe(503);
     expect(JSON.parse(answer.body).error.code).toBe('QUEUE_UNAVAILABLE');
     expect(errors.map(({ error }) => error.code)).toContain('QUEUE_UNAVAILABLE');
+    await expect(queue.counts()).rejects.toThrow();
 
     await server.start();
     // The service's retry, once Redis is back (the connection comes back within its retry strategy).

@@ -1,5 +1,5 @@
 /** What editors infer in queued mode (vitest typecheck). */
-import { BullMQQueue, type DeadLetter, type QueueWorker } from '@pixhook/bullmq';
+import { BullMQQueue, type DeadLetter, type QueueCounts, type QueueWorker } from '@pixhook/bullmq';
 import { type QueuedDelivery, type QueuedRun, type WebhookQueue, Webhooks } from '@pixhook/core';
 import type { Request } from 'express';
 import { describe, expectTypeOf, it } from 'vitest';
@@ -35,5 +35,22 @@ describe('queued mode types', () => {
     expectTypeOf(queue.listDeadLetters()).resolves.toEqualTypeOf<DeadLetter[]>();
     expectTypeOf<DeadLetter['delivery']>().toEqualTypeOf<QueuedDelivery | undefined>();
     expectTypeOf(queue.retryDeadLetter('evt_1')).resolves.toEqualTypeOf<boolean>();
+  });
+
+  it('counts, engine and queueName are typed, and fit what a metrics reader takes', () => {
+    expectTypeOf(queue.counts()).resolves.toEqualTypeOf<QueueCounts>();
+    expectTypeOf<QueueCounts>().toEqualTypeOf<{
+      readonly waiting: number;
+      readonly active: number;
+      readonly delayed: number;
+      readonly deadLetter: number;
+    }>();
+    expectTypeOf(queue.engine).toEqualTypeOf<'bullmq'>();
+    expectTypeOf(queue.queueName).toEqualTypeOf<string>();
+    expectTypeOf(queue).toMatchTypeOf<{
+      counts(): Promise<{ waiting: number; active: number; delayed: number; deadLetter: number }>;
+      engine?: string;
+      queueName?: string;
+    }>();
   });
 });

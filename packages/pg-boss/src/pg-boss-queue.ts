@@ -29,6 +29,31 @@ export type PgBossDeadLetter = DeadLetter;
 /** Which dead letters to list. */
 export type PgBossListOptions = DeadLetterListOptions;
 
+/**
+ * How many jobs of the queue are in each state (`queue.counts()`), as pg-boss keeps them in its
+ * `job` table (and, for dead letters, its `archive`). The same shape as `@pixhook/bullmq`'s, so a
+ * metrics reader (`@pixhook/opentelemetry`) takes either.
+ */
+export interface QueueCounts {
+  /**
+   * Jobs ready to run, waiting for a free worker: state `created` or `retry` whose `start_after`
+   * has passed (what pg-boss's fetch takes next).
+   */
+  readonly waiting: number;
+  /** Jobs a worker is running now: state `active` (until completed, failed, or expired by maintenance). */
+  readonly active: number;
+  /**
+   * Jobs not ready before a later time: state `retry` (or `created`) whose `start_after` is still
+   * ahead, in practice a retry waiting for its backoff to pass.
+   */
+  readonly delayed: number;
+  /**
+   * Dead letters: jobs out of attempts, state `failed`, in the job table and in pg-boss's archive
+   * (what `countDeadLetters()` counts and `listDeadLetters()` lists).
+   */
+  readonly deadLetter: number;
+}
+
 interface DeadRow {
   id: string;
   data: unknown;
@@ -183,6 +208,16 @@ export class PgBossQueue implements WebhookQueue {
     return this.#options.name;
   }
 
+  /** The engine's name, `'pg-boss'`: what traces and metrics (`@pixhook/opentelemetry`) call it. */
+  get engine(): 'pg-boss' {
+    return 'pg-boss';
+  }
+
+  /** The pg-boss queue's name (the `name` option; the same as `name`), for traces and metrics. */
+  get queueName(): string {
+    return this.#options.name;
+  }
+
   /**
    * Longest wait for Postgres to confirm a delivery's job, in ms (the `enqueueTimeoutMs` option):
    * `webhooks.handle()` answers 503 past it, on core's shared deadline timers.
@@ -288,6 +323,26 @@ export class PgBossQueue implements WebhookQueue {
     await this.#whenReady();
     const [row] = (await this.#sql(this.#statements.count, [this.#options.name])) as { count: number }[];
     return Number(row?.count ?? 0);
+  }
+
+  /**
+   * How many jobs are waiting, running, delayed for a retry's backoff, and dead letters, read in
+   * one statement: for a dashboard or a metrics gauge. Rejects while Postgres is unreachable or
+   * the boss is not started.
+   * @example
+   * const { waiting, deadLetter } = await queue.counts()
+   */
+  async counts(): Promise<QueueCounts> {
+    await this.#whenReady();
+    const [row] = (await this.#sql(this.#statements.counts, [this.#options.name])) as Partial<
+      Record<keyof QueueCounts, number>
+    >[];
+    return {
+      waiting: Number(row?.waiting ?? 0),
+      active: Number(row?.active ?? 0),
+      delayed: Number(row?.delayed ?? 0),
+      deadLetter: Number(row?.deadLetter ?? 0),
+    };
   }
 
   /** One dead letter, by job id or event id; undefined when there is no such dead letter. */

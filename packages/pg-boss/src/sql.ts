@@ -1,7 +1,8 @@
 /**
  * The few statements PgBossQueue runs on pg-boss's own tables (pg-boss 10's schema: `job`,
  * partitioned by queue name, and `archive`), for what pg-boss 10 has no API for: listing, counting,
- * retrying with every attempt anew and discarding its failed jobs, and finding a job in its archive.
+ * retrying with every attempt anew and discarding its failed jobs, counting the queue's jobs by
+ * state, and finding a job in its archive.
  * Everything else goes through pg-boss's API (`send`, `fetch`, `complete`, `fail`, `createQueue`).
  *
  * The schema is written into the text unquoted, as pg-boss itself does (so it folds to lower case
@@ -33,6 +34,19 @@ export function pgBossStatements(schema: string) {
     list: `SELECT * FROM (${dead()}) dead ORDER BY "completedOn" DESC NULLS LAST, id DESC OFFSET $2 LIMIT $3`,
 
     count: `SELECT count(*)::int AS count FROM (${dead()}) dead`,
+
+    /**
+     * The queue's jobs by state, in one statement. Waiting and delayed are the jobs pg-boss's fetch
+     * would and would not take now (`state < 'active'`: created or retry, by `start_after`); dead
+     * letters are counted as `count` does (failed, in the job table and the archive).
+     */
+    counts: `SELECT
+  count(*) FILTER (WHERE state < 'active' AND start_after < now())::int AS waiting,
+  count(*) FILTER (WHERE state = 'active')::int AS active,
+  count(*) FILTER (WHERE state < 'active' AND start_after >= now())::int AS delayed,
+  (count(*) FILTER (WHERE state = 'failed')
+    + (SELECT count(*) FROM ${archive} WHERE name = $1 AND state = 'failed'))::int AS "deadLetter"
+FROM ${job} WHERE name = $1`,
 
     /** $2 uuid[]: those of these ids that are dead letters. */
     get: `SELECT * FROM (${dead(' AND id = ANY($2::uuid[])')}) dead ORDER BY "completedOn" DESC NULLS LAST`,

@@ -286,6 +286,55 @@ describeWithPostgres('queued processing on pg-boss', () => {
     expect(await queue.retryAllDeadLetters()).toBe(0);
   });
 
+  it('counts() gives the jobs waiting, running, delayed for a backoff and dead-lettered; engine and queueName name the queue', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held = signed();
+    const flaky = [signed(), signed()];
+    // A retry waits a minute: the flaky events stay delayed unless the test moves their time. Each
+    // state gets its own number of jobs, so that no two states can be mistaken for each other.
+    const options = testQueueOptions({ attempts: 2, backoff: { type: 'fixed', delayMs: 60_000 } });
+    const { queue, webhooks, runs } = queuedWebhooks(boss, options, (event) => {
+      if (flaky.some((request) => request.event.id === event.id)) throw new Error('flaky');
+      if (event.id === held.event.id) return gate;
+    });
+    track(queue);
+    expect(queue.engine).toBe('pg-boss');
+    expect(queue.queueName).toBe(options.name);
+    expect(track(new PgBossQueue(boss)).queueName).toBe('pixhook-webhooks');
+    expect(await queue.counts()).toEqual({ waiting: 0, active: 0, delayed: 0, deadLetter: 0 });
+
+    // One worker slot: the held event keeps it busy, so the events queued after it wait.
+    queue.startWorker(webhooks, { ...QUICK, concurrency: 1 });
+    for (const request of flaky) expect((await webhooks.handle(request)).status).toBe(202);
+    // Jobs that hold no pixhook delivery are failed at once: three dead letters.
+    for (let i = 0; i < 3; i++) await boss.send(options.name!, { hello: 'world' }, { retryLimit: 1 });
+    await until(async () => {
+      const counts = await jobCounts(boss, options.name!);
+      return counts.retry === 2 && counts.failed === 3;
+    }, 'the flaky events to wait for their retry and the foreign jobs to fail');
+    expect((await webhooks.handle(held)).status).toBe(202);
+    await until(() => runs.some((run) => run.eventId === held.event.id), 'the held event to run');
+    for (let i = 0; i < 4; i++) expect((await webhooks.handle(signed())).status).toBe(202);
+    expect(await queue.counts()).toEqual({ waiting: 4, active: 1, delayed: 2, deadLetter: 3 });
+
+    // A retry whose backoff has passed is waiting again, for the next free worker.
+    await boss
+      .getDb()
+      .executeSql(`UPDATE pgboss.job SET start_after = now() - interval '1 second' WHERE name = $1 AND id = $2`, [
+        options.name,
+        pgBossJobIdFor(flaky[0]!.event.id),
+      ]);
+    expect(await queue.counts()).toEqual({ waiting: 5, active: 1, delayed: 1, deadLetter: 3 });
+
+    release();
+    await until(async () => (await jobCounts(boss, options.name!)).completed === 5, 'five completions');
+    await until(async () => (await queue.countDeadLetters()) === 4, 'the retried flaky event to be a dead letter');
+    expect(await queue.counts()).toEqual({ waiting: 0, active: 0, delayed: 1, deadLetter: 4 });
+  });
+
   it('a job that holds no pixhook delivery is failed at once, without running handlers', async () => {
     const options = testQueueOptions({ attempts: 5 });
     const { queue, webhooks, runs, errors } = queuedWebhooks(boss, options);
@@ -401,6 +450,8 @@ describeWithPostgres('queued processing on pg-boss', () => {
         'the dead letters to be archived',
       );
       expect(await queue.countDeadLetters()).toBe(2);
+      // Archived dead letters count as dead letters.
+      expect(await queue.counts()).toEqual({ waiting: 0, active: 0, delayed: 0, deadLetter: 2 });
       expect(await queue.getDeadLetter(failing.event.id)).toMatchObject({ jobId, attemptsMade: 2 });
       expect((await queue.listDeadLetters()).map((letter) => letter.jobId).sort()).toEqual(
         [jobId, pgBossJobIdFor(discarded.event.id)].sort(),
@@ -490,6 +541,7 @@ describeWithPostgres('queued processing on pg-boss', () => {
     idle.on('error', () => {});
     await refuse(track(new PgBossQueue(idle)));
     expect(errors.at(-1)).toMatch(/not started/);
+    await expect(track(new PgBossQueue(idle)).counts()).rejects.toThrow(/not started/);
 
     // Stopped after the queue was in use.
     const { boss: stopped } = await startBoss(server.url);

@@ -1,6 +1,12 @@
 /** What editors infer in queued mode on pg-boss (vitest typecheck). */
 import { type QueuedDelivery, type QueuedRun, type WebhookQueue, Webhooks } from '@pixhook/core';
-import { type PgBossDeadLetter, type PgBossLike, PgBossQueue, type PgBossWorker } from '@pixhook/pg-boss';
+import {
+  type PgBossDeadLetter,
+  type PgBossLike,
+  PgBossQueue,
+  type PgBossWorker,
+  type QueueCounts,
+} from '@pixhook/pg-boss';
 import { PostgresTransactions } from '@pixhook/postgres';
 import type { Request } from 'express';
 import type { Pool, PoolClient } from 'pg';
@@ -73,5 +79,22 @@ describe('queued mode types on pg-boss', () => {
     expectTypeOf(queue.retryDeadLetter('evt_1')).resolves.toEqualTypeOf<boolean>();
     expectTypeOf(queue.retryAllDeadLetters()).resolves.toEqualTypeOf<number>();
     expectTypeOf(queue.countDeadLetters()).resolves.toEqualTypeOf<number>();
+  });
+
+  it('counts, engine and queueName are typed, and fit what a metrics reader takes', () => {
+    expectTypeOf(queue.counts()).resolves.toEqualTypeOf<QueueCounts>();
+    expectTypeOf<QueueCounts>().toEqualTypeOf<{
+      readonly waiting: number;
+      readonly active: number;
+      readonly delayed: number;
+      readonly deadLetter: number;
+    }>();
+    expectTypeOf(queue.engine).toEqualTypeOf<'pg-boss'>();
+    expectTypeOf(queue.queueName).toEqualTypeOf<string>();
+    expectTypeOf(queue).toMatchTypeOf<{
+      counts(): Promise<{ waiting: number; active: number; delayed: number; deadLetter: number }>;
+      engine?: string;
+      queueName?: string;
+    }>();
   });
 });
