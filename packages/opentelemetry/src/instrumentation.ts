@@ -204,9 +204,27 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
       [CHANNELS.enqueue, this.enqueueHandlers()],
       [CHANNELS.job, this.jobHandlers()],
       [CHANNELS.transaction, this.transactionHandlers()],
-    ].map(([name, handlers]) => [diagnostics_channel.tracingChannel(name as string), handlers as Handlers]);
+    ].map(([name, handlers]) => [
+      diagnostics_channel.tracingChannel(name as string),
+      this.endingThrown(handlers as Handlers),
+    ]);
     for (const [channel, handlers] of subscriptions) channel.subscribe(handlers);
     this.subscriptions = subscriptions;
+  }
+
+  /**
+   * A step that throws synchronously publishes `error` then `end`, and no `asyncEnd` (as Node's
+   * `traceSync`): its span ends at `end`. Otherwise at `asyncEnd`, which comes last.
+   */
+  private endingThrown(handlers: Handlers): Handlers {
+    return {
+      ...handlers,
+      end: (message) => {
+        if (typeof message === 'object' && message !== null && this.steps?.get(message)?.failed) {
+          handlers.asyncEnd(message);
+        }
+      },
+    };
   }
 
   /** Unsubscribes: no span or metric is recorded until `enable()` again. */
