@@ -131,7 +131,20 @@ export const NEST_VARIANTS = ['bare', 'pixhook'];
  * Starts one server on 127.0.0.1 (a free port). Returns `{ port, close }`.
  * @param {{ framework: string, variant: string, store?: string, redisPort?: number, queueName?: string, postgresUrl?: string, table?: string, businessTable?: string, handler?: Function }} options
  */
-export async function startServer({ framework, variant, ...storeOptions }) {
+export async function startServer({ framework, variant, otel, ...storeOptions }) {
+  // Before the framework and pixhook's adapter are loaded, as an app's instrumentation file is.
+  const stopOpenTelemetry = otel ? await (await import('./otel.mjs')).setUpOpenTelemetry(otel) : async () => {};
+  const started = await startApp({ framework, variant, ...storeOptions });
+  return {
+    ...started,
+    close: async () => {
+      await started.close();
+      await stopOpenTelemetry();
+    },
+  };
+}
+
+async function startApp({ framework, variant, ...storeOptions }) {
   if (NEST_PLATFORMS[framework]) {
     // PixhookModule builds its own Webhooks (and MemoryStore) from its options.
     const { start } = await import(`./apps/${framework}.mjs`);

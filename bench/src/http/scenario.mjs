@@ -67,6 +67,16 @@ const redisFrameworks = () => [...new Set([REDIS_FRAMEWORK, ...QUEUED_FRAMEWORKS
  */
 export const POSTGRES_FRAMEWORKS = ['express', 'fastify', 'koa'];
 
+/**
+ * The frameworks measured with @pixhook/opentelemetry beside plain pixhook (MemoryStore): loaded
+ * without an SDK (core's channels have subscribers; spans are no-ops), and with the SDK recording
+ * every span and metric (otel.mjs). Target: the SDK's server CPU per request at most 1.15× plain
+ * pixhook's on Fastify; loaded without an SDK, within the run-to-run range.
+ */
+export const OTEL_FRAMEWORKS = ['express', 'fastify'];
+const OTEL_SETUPS = ['loaded', 'sdk'];
+export const OTEL_TARGETS = { maxSdkCpuRatio: 1.15 };
+
 /** Whether this run is CI's, where a missing Postgres fails the run instead of skipping its rows. */
 const CI = process.env.CI === 'true' || process.env.CI === '1';
 
@@ -83,6 +93,12 @@ function configs(redis, postgres) {
     }
     // De-duplication is pixhook's own extra work: without it, the adapter does what the baseline does.
     list.push({ id: `${framework}/pixhook-nostore`, framework, variant: 'pixhook', store: 'none', scheme: 'pixhook' });
+    // With @pixhook/opentelemetry registered, without an SDK and with one recording everything.
+    if (OTEL_FRAMEWORKS.includes(framework)) {
+      for (const otel of OTEL_SETUPS) {
+        list.push({ id: `${framework}/pixhook+otel-${otel}`, framework, variant: 'pixhook', otel, scheme: 'pixhook' });
+      }
+    }
     // Nest on this framework, next to it: its own bare route and PixhookModule (MemoryStore).
     for (const [nest, platform] of Object.entries(NEST_PLATFORMS)) {
       if (platform !== framework) continue;
@@ -336,17 +352,18 @@ function summarise(list, runs, problems, redis, connections, postgres) {
   // Requests one core could serve, from server CPU per request: baseline CPU ÷ adapter CPU.
   const capacity = (a, b) => spread(ratios(cpu(b), cpu(a)));
   const cpu = (id) => runs[id].map((r) => r.cpuPerRequest);
-  const rows = list.map(({ id, framework, variant, store }) => ({
+  const rows = list.map(({ id, framework, variant, store, otel }) => ({
     id,
     framework,
-    variant:
-      {
-        redis: 'pixhook, RedisStore',
-        none: 'pixhook, store: false',
-        bullmq: 'pixhook, queued (BullMQ)',
-        postgres: 'pixhook, PostgresStore',
-        transactions: 'pixhook, transactional (PostgresTransactions)',
-      }[store] ?? variant,
+    variant: otel
+      ? `pixhook, OpenTelemetry ${otel === 'sdk' ? 'SDK recording' : 'loaded, no SDK'}`
+      : ({
+          redis: 'pixhook, RedisStore',
+          none: 'pixhook, store: false',
+          bullmq: 'pixhook, queued (BullMQ)',
+          postgres: 'pixhook, PostgresStore',
+          transactions: 'pixhook, transactional (PostgresTransactions)',
+        }[store] ?? variant),
     rps: spread(rps(id)),
     p50: spread(runs[id].map((r) => r.p50)),
     p99: spread(runs[id].map((r) => r.p99)),
@@ -469,6 +486,31 @@ function summarise(list, runs, problems, redis, connections, postgres) {
   }
   // Queued mode: the answer's p99 against a fixed bound, and req/s against inline RedisStore.
   const thresholds = [];
+  // OpenTelemetry: server CPU per request against plain pixhook (MemoryStore) in the same rounds.
+  for (const framework of OTEL_FRAMEWORKS) {
+    const plain = `${framework}/pixhook`;
+    for (const otel of OTEL_SETUPS) {
+      const id = `${framework}/pixhook+otel-${otel}`;
+      if (!runs[id] || !runs[plain]) continue;
+      const cpuRatio = spread(ratios(cpu(id), cpu(plain)));
+      const what = otel === 'sdk' ? 'the SDK recording spans and metrics' : 'loaded, no SDK';
+      comparisons.push({
+        label: `${framework}: pixhook with OpenTelemetry (${what}) ÷ without`,
+        ratio: spread(ratios(rps(id), rps(plain))),
+        capacity: capacity(id, plain),
+        p99: { mine: p99Of(runs[id]), theirs: p99Of(runs[plain]) },
+      });
+      if (otel === 'sdk' && framework === 'fastify') {
+        thresholds.push({
+          label: `${framework}: server CPU per request with the OpenTelemetry SDK recording ÷ without`,
+          value: cpuRatio,
+          unit: '×',
+          max: OTEL_TARGETS.maxSdkCpuRatio,
+          holds: cpuRatio.median <= OTEL_TARGETS.maxSdkCpuRatio,
+        });
+      }
+    }
+  }
   for (const framework of QUEUED_FRAMEWORKS) {
     const id = `${framework}/pixhook+bullmq`;
     if (!runs[id]) continue;

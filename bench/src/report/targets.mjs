@@ -41,7 +41,10 @@ export function targets(results) {
       }
     }
     for (const t of results.http.thresholds ?? []) {
-      const { median, min, max } = t.value;
+      // Ratios (unit ×) to three decimals; milliseconds as measured.
+      const [median, min, max] = [t.value.median, t.value.min, t.value.max].map((x) =>
+        t.unit === '×' ? x.toFixed(3) : x,
+      );
       list.push({
         target: `${t.label} ≤ ${t.max} ${t.unit}`,
         holds: t.holds,
