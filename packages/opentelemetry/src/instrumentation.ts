@@ -569,16 +569,18 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
         const parent = valid ? extracted : context.active();
         const job = message.job;
         const system = text(job?.engine) || 'unknown';
+        // The job tells its engine, not its queue's name: the engine's name stands for both.
+        const destination = system;
         const eventId = text(message.eventId, 256);
         const links: Link[] = valid ? [{ context: linked }] : [];
         const span = this.tracer.startSpan(
-          `process ${system}`,
+          `process ${destination}`,
           {
             kind: SpanKind.CONSUMER,
             links,
             attributes: {
               [ATTR.messagingSystem]: system,
-              [ATTR.messagingDestination]: system,
+              [ATTR.messagingDestination]: destination,
               [ATTR.messagingOperation]: 'process',
               [ATTR.messageId]: eventId,
               [ATTR.eventType]: text(message.eventType, 256),

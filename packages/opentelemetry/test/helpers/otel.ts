@@ -4,7 +4,7 @@ import { type Attributes, context, propagation, trace } from '@opentelemetry/api
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
-import { type DataPoint, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { AggregationTemporality, type DataPoint, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -13,7 +13,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { PixhookInstrumentation, type PixhookInstrumentationConfig } from '../../src/index.js';
 
-/** A reader the test collects from when it wants (cumulative temporality, the default). */
+/** A reader the test collects from when it wants (cumulative temporality unless told delta). */
 class TestReader extends MetricReader {
   protected override async onShutdown(): Promise<void> {}
   protected override async onForceFlush(): Promise<void> {}
@@ -39,14 +39,17 @@ export interface Otel {
   shutdown(): Promise<void>;
 }
 
-/** The SDK, registered globally, and the instrumentation registered with it (enabled). */
-export function startOtel(config: PixhookInstrumentationConfig = {}): Otel {
+/**
+ * The SDK, registered globally, and the instrumentation registered with it (enabled). With `delta`,
+ * each collection reports only what was observed since the last (a gauge's stale series drop out).
+ */
+export function startOtel(config: PixhookInstrumentationConfig = {}, { delta = false } = {}): Otel {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const exporter = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   trace.setGlobalTracerProvider(tracerProvider);
-  const reader = new TestReader();
+  const reader = new TestReader(delta ? { aggregationTemporalitySelector: () => AggregationTemporality.DELTA } : {});
   const meterProvider = new MeterProvider({ readers: [reader] });
   const instrumentation = new PixhookInstrumentation(config);
   const unregister = registerInstrumentations({

@@ -1,0 +1,77 @@
+/**
+ * The instrumentation loaded and enabled with no SDK registered (OpenTelemetry's no-op providers):
+ * every delivery is answered exactly as without it, and nothing is written into the queued job.
+ */
+import diagnostics_channel from 'node:diagnostics_channel';
+import { CHANNELS, type QueuedDelivery, Webhooks } from '@pixhook/core';
+import { createTestEvent } from '@pixhook/core/testing';
+import { ADAPTERS, type TestRequest } from '@pixhook/test-helpers/adapters';
+import { delivery, SECRET, signedBody } from '@pixhook/test-helpers/deliveries';
+import { describe, expect, it } from 'vitest';
+import { PixhookInstrumentation } from '../src/index.js';
+
+const instrumentation = new PixhookInstrumentation();
+const subscribed = () => diagnostics_channel.channel(`tracing:${CHANNELS.delivery}:start`).hasSubscribers;
+
+/** The same deliveries each time (events made once), answered by a fresh app. */
+const image = createTestEvent('image.created');
+const failing = createTestEvent('api_key.revoked');
+const queuedEvent = createTestEvent('image.deleted');
+const requests: TestRequest[] = [
+  delivery(image),
+  delivery(image),
+  delivery(failing),
+  delivery(undefined, { secret: 'whsec_someone_else' }),
+  signedBody('not json'),
+  { ...delivery(), method: 'GET', body: undefined },
+];
+
+describe.each(ADAPTERS.filter((adapter) => ['express@5', 'fastify@5', 'fetch'].includes(adapter.name)))(
+  'no SDK registered: $name',
+  (adapter) => {
+    async function answers() {
+      const stored: QueuedDelivery[] = [];
+      const webhooks = new Webhooks({ secret: SECRET });
+      const runs: string[] = [];
+      webhooks.onError(() => {});
+      webhooks.on('image.created', (event, context) => void runs.push(`${event.id} ${context.deliveryId.length}`));
+      webhooks.on('api_key.revoked', () => {
+        throw new TypeError('no');
+      });
+      const queued = new Webhooks({
+        secret: SECRET,
+        queue: { enqueue: async (item: QueuedDelivery) => void stored.push(item) },
+      });
+      const client = await adapter.create(webhooks);
+      const queuedClient = await adapter.create(queued);
+      try {
+        const results: unknown[] = [];
+        for (const request of requests) {
+          const { status, json } = await client.send(request);
+          results.push({ status, json });
+        }
+        const { status, json } = await queuedClient.send(delivery(queuedEvent));
+        results.push({ status, json });
+        return { results, runs: runs.length, stored: stored.map((item) => Object.keys(item).sort()) };
+      } finally {
+        await Promise.all([client.close(), queuedClient.close()]);
+      }
+    }
+
+    it('answers the same with the instrumentation enabled as without it', async () => {
+      instrumentation.enable();
+      expect(subscribed()).toBe(true);
+      const traced = await answers();
+      instrumentation.disable();
+      expect(subscribed()).toBe(false);
+      const plain = await answers();
+      expect(traced).toEqual(plain);
+      expect(traced.results.map((result) => (result as { status: number }).status)).toEqual([
+        200, 200, 500, 400, 400, 405, 202,
+      ]);
+      expect(traced.runs).toBe(1);
+      // No propagator registered: no trace context is stored with the job.
+      expect(traced.stored).toEqual([['deliveryId', 'event', 'timestamp']]);
+    });
+  },
+);
