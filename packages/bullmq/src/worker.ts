@@ -50,6 +50,7 @@ function runOf(job: Job): QueuedRun {
     attempt: job.attemptsMade + 1,
     maxAttempts: job.opts.attempts ?? 1,
     queuedAt: job.timestamp,
+    queueName: job.queueName,
   };
 }
 

@@ -67,6 +67,7 @@ describeWithRedis('queued processing on BullMQ', () => {
         attempt: 1,
         maxAttempts: 3,
         queuedAt: expect.any(Number),
+        queueName: queue.queueName,
       });
       await until(async () => (await queue.bullQueue.getJobState(request.event.id)) === 'completed', 'completion');
     },

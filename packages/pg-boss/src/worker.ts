@@ -219,6 +219,7 @@ export function startPgBossWorker(
       attempt: job.retryCount + 1,
       maxAttempts: job.retryLimit + 1,
       queuedAt: millis(job.createdOn),
+      queueName: name,
     };
     const { event, deliveryId, timestamp } = delivery;
     if (job.retryCount > 0 && messageOf(job.output) === EXPIRED_MESSAGE) {

@@ -94,6 +94,7 @@ describeWithPostgres('queued processing on pg-boss', () => {
         attempt: 1,
         maxAttempts: 3,
         queuedAt: expect.any(Number),
+        queueName: options.name,
       });
       expect(Math.abs(context.job!.queuedAt - Date.now())).toBeLessThan(10_000);
       await until(async () => (await jobState(boss, options.name!, request.event.id)) === 'completed', 'completion');

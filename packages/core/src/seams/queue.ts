@@ -64,6 +64,8 @@ export interface QueuedRun {
   readonly maxAttempts: number;
   /** When the delivery was queued, in milliseconds since the epoch. */
   readonly queuedAt: number;
+  /** The queue's name, when the engine says (traces name the worker's span after it). */
+  readonly queueName?: string;
 }
 
 /**
