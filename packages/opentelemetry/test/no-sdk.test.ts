@@ -75,3 +75,46 @@ describe.each(ADAPTERS.filter((adapter) => ['express@5', 'fastify@5', 'fetch'].i
     });
   },
 );
+
+describe('a tracer and a meter that throw', () => {
+  it('change no answer and throw nothing out of a subscriber', async () => {
+    const express = ADAPTERS.find((adapter) => adapter.name === 'express@5');
+    if (!express) throw new Error('the test helpers no longer list express@5');
+    const broken = new PixhookInstrumentation();
+    const fail = () => {
+      throw new Error('broken SDK');
+    };
+    broken.setTracerProvider({ getTracer: () => ({ startSpan: fail, startActiveSpan: fail }) } as never);
+    broken.setMeterProvider({
+      getMeter: () => ({
+        createCounter: () => ({ add: fail }),
+        createUpDownCounter: () => ({ add: fail }),
+        createHistogram: () => ({ record: fail }),
+        createObservableGauge: () => ({ addCallback() {}, removeCallback() {} }),
+      }),
+    } as never);
+    broken.enable();
+    try {
+      const webhooks = new Webhooks({ secret: SECRET });
+      webhooks.onError(() => {});
+      const seen: string[] = [];
+      webhooks.on('image.created', (event) => void seen.push(event.id));
+      webhooks.on('api_key.revoked', () => {
+        throw new TypeError('no');
+      });
+      const client = await express.create(webhooks);
+      try {
+        const event = createTestEvent('image.created');
+        expect((await client.send(delivery(event))).status).toBe(200);
+        expect((await client.send(delivery(event))).json).toEqual({ received: true, duplicate: true });
+        expect((await client.send(delivery(createTestEvent('api_key.revoked')))).status).toBe(500);
+        expect((await client.send(delivery(undefined, { secret: 'whsec_someone_else' }))).status).toBe(400);
+        expect(seen).toEqual([event.id]);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      broken.disable();
+    }
+  });
+});

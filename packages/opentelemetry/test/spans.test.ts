@@ -328,7 +328,9 @@ describe('metrics of verification', () => {
 
   it('the last-chance alarm: a failure answered to the last attempt counts in pixhook.endpoint.at_risk and marks the receive span', async () => {
     const t = 1_800_000_000;
-    const { client, errors } = await mount({ now: () => t * 1000 }, (webhooks) => {
+    const logged: string[] = [];
+    const logger = { error: (_fields: object, message: string) => void logged.push(message), warn: () => {} };
+    const { client, errors } = await mount({ now: () => t * 1000, logger }, (webhooks) => {
       webhooks.on('image.deleted', function deleteImage() {
         throw new Error('down');
       });
@@ -347,6 +349,9 @@ describe('metrics of verification', () => {
     const early = delivery(createTestEvent('image.deleted', undefined, { created: t - 60 }), { timestamp: t });
     expect((await client.send(early)).status).toBe(500);
     expect(errors).toEqual(['HANDLER_FAILED', 'ENDPOINT_AT_RISK', 'HANDLER_FAILED']);
+    // Core's error-level line (to the logger given here, instead of the console).
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain('ENDPOINT_AT_RISK');
     const after = await otel.collect();
     const atRisk = {
       'pixhook.event.type': 'image.deleted',
@@ -428,6 +433,35 @@ describe('what is never recorded', () => {
     }
     // The scan saw the deliveries themselves.
     expect(exported).toContain(requests[0]?.headers['x-service-delivery']);
+  });
+});
+
+describe('untrusted text', () => {
+  it('the unsigned delivery id is cut to 128 characters; a request that did not verify carries nothing else of what it sent', async () => {
+    const { client } = await mount();
+    const long = `d${'x'.repeat(299)}`;
+    const request = delivery(createTestEvent('image.created'), {
+      secret: 'whsec_someone_else',
+      headers: { 'x-service-delivery': long },
+    });
+    expect((await client.send(request)).status).toBe(400);
+    const [receive] = await spansOf(
+      (span) => span.name === 'receive webhook' && String(span.attributes['pixhook.delivery.id']).startsWith('dxxx'),
+      1,
+    );
+    expect(receive?.attributes['pixhook.delivery.id']).toBe(long.slice(0, 128));
+    expect(Object.keys(receive?.attributes ?? {}).sort()).toEqual(
+      [
+        'error.type',
+        'http.response.status_code',
+        'messaging.operation.type',
+        'messaging.system',
+        'pixhook.delivery.id',
+        'pixhook.mode',
+        'pixhook.outcome',
+        'pixhook.verify.duration',
+      ].sort(),
+    );
   });
 });
 
