@@ -569,7 +569,7 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
         const parent = valid ? extracted : context.active();
         const job = message.job;
         const system = text(job?.engine) || 'unknown';
-        // The job tells its engine, not its queue's name: the engine's name stands for both.
+        // Named after the engine, as docs/operating.md shows (the job's `queueName` is not used yet).
         const destination = system;
         const eventId = text(message.eventId, 256);
         const links: Link[] = valid ? [{ context: linked }] : [];
