@@ -17,7 +17,7 @@ const layerRules = CORE_LAYERS.slice(0, -1).map((layer, i) => ({
 }));
 
 /** Packages that sit right above core: an engine for the store, the transactions or a queue, or an adapter. */
-const ON_CORE = ['bullmq', 'express', 'fastify', 'fetch', 'koa', 'lambda', 'pg-boss', 'redis'];
+const ON_CORE = ['bullmq', 'express', 'fastify', 'fetch', 'koa', 'lambda', 'opentelemetry', 'pg-boss', 'redis'];
 
 module.exports = {
   forbidden: [

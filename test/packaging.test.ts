@@ -52,6 +52,7 @@ const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
   '@pixhook/redis': { '.': { RedisStore: 'function' } },
   '@pixhook/bullmq': { '.': { BullMQQueue: 'function', jobIdFor: 'function' } },
   '@pixhook/pg-boss': { '.': { PgBossQueue: 'function', pgBossJobIdFor: 'function' } },
+  '@pixhook/opentelemetry': { '.': { PixhookInstrumentation: 'function' } },
   '@pixhook/cli': {
     '.': {
       deliver: 'function',
