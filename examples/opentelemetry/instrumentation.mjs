@@ -6,7 +6,7 @@
 // (`otlp` by default, `console` prints each span, `none` turns them off).
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-import { metrics, NodeSDK } from '@opentelemetry/sdk-node';
+import { NodeSDK } from '@opentelemetry/sdk-node';
 import { PixhookInstrumentation } from '@pixhook/opentelemetry';
 
 /** pixhook's instrumentation; the app adds its queue, if any, with `pixhook.observeQueue(queue)`. */
@@ -22,21 +22,6 @@ export const metricsReady = new Promise((resolve, reject) => {
 export const sdk = new NodeSDK({
   serviceName: process.env.OTEL_SERVICE_NAME ?? 'pixhook-example',
   metricReaders: [new PrometheusExporter({ host: '127.0.0.1', port }, exporterStarted)],
-  views: [
-    {
-      // pixhook's durations are in seconds: buckets from 0.1 ms (a signature check) to 60 s (a job).
-      meterName: '@pixhook/opentelemetry',
-      instrumentType: metrics.InstrumentType.HISTOGRAM,
-      aggregation: {
-        type: metrics.AggregationType.EXPLICIT_BUCKET_HISTOGRAM,
-        options: {
-          boundaries: [
-            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 8, 10, 30, 60,
-          ],
-        },
-      },
-    },
-  ],
   instrumentations: [new HttpInstrumentation(), pixhook],
 });
 sdk.start();

@@ -158,6 +158,19 @@ describe('diagnostics channels', () => {
     expect(ended(seen, 'delivery')[0]).toMatchObject({ status: 500, code: 'HANDLER_FAILED', outcome: 'rejected' });
   });
 
+  it('end a handler that throws synchronously with error, end, then asyncEnd last, as every step', async () => {
+    const seen = listen('handler');
+    const webhooks = new Webhooks({ secret: SECRET });
+    const failure = new TypeError('bad input');
+    webhooks.on('image.created', function parseImage() {
+      throw failure;
+    });
+    webhooks.onError(() => {});
+    expect((await post(webhooks).answer).status).toBe(500);
+    expect(seen.map((s) => s.event)).toEqual(['start', 'error', 'end', 'asyncStart', 'asyncEnd']);
+    expect(seen.at(-1)?.message.error).toBe(failure);
+  });
+
   it("run a handler inside the subscriber's context when it sets runInContext", async () => {
     const channel = diagnostics_channel.tracingChannel<unknown, HandlerMessage>(CHANNELS.handler);
     const inside: string[] = [];

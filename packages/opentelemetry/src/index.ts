@@ -1,4 +1,5 @@
 export {
+  DURATION_BUCKETS,
   INSTRUMENTATION_NAME,
   INSTRUMENTATION_VERSION,
   PixhookInstrumentation,

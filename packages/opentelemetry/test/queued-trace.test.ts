@@ -198,7 +198,7 @@ async function oneTraceAcrossProcesses(
 
     // In the worker: the same trace; process's parent is the send span, and it links to it.
     expect(processSpan).toMatchObject({
-      name: `process ${queue.engine}`,
+      name: `process ${queue.queueName}`,
       kind: SpanKind.CONSUMER,
       traceId,
       parentSpanId: send.spanContext().spanId,
@@ -208,6 +208,7 @@ async function oneTraceAcrossProcesses(
     expect(processSpan.status.code).not.toBe(SpanStatusCode.ERROR);
     expect(processSpan.attributes).toMatchObject({
       'messaging.system': queue.engine,
+      'messaging.destination.name': queue.queueName,
       'messaging.operation.type': 'process',
       'messaging.message.id': event.id,
       'pixhook.event.type': 'image.created',

@@ -17,6 +17,7 @@ import {
   type WebhooksOptions,
 } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
+import { DURATION_BUCKETS } from '@pixhook/opentelemetry';
 import { ADAPTERS, type Client } from '@pixhook/test-helpers/adapters';
 import { delivery, OLD_SECRET, SECRET, signedBody } from '@pixhook/test-helpers/deliveries';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
@@ -324,6 +325,17 @@ describe('metrics of verification', () => {
     expect(delta('pixhook.secret.matches', { 'pixhook.secret.index': 0 })).toBe(1);
     expect(delta('pixhook.verify.duration', { 'pixhook.verified': true }, recorded)).toBe(3);
     expect(delta('pixhook.verify.duration', { 'pixhook.verified': false }, recorded)).toBe(1);
+  });
+
+  it('the duration histograms have buckets in seconds from 0.1 ms to 60 s without any view', async () => {
+    const { client } = await mount({});
+    expect((await client.send(delivery())).status).toBe(200);
+    const points = await otel.collect();
+    const verify = points.find((point) => point.name === 'pixhook.verify.duration');
+    const { buckets } = verify?.value as { buckets: { boundaries: number[] } };
+    expect(buckets.boundaries).toEqual([...DURATION_BUCKETS]);
+    // A signature check of a small body takes well under 10 ms: it lands in a bucket below it.
+    expect(DURATION_BUCKETS.indexOf(0.01)).toBeGreaterThan(0);
   });
 
   it('the last-chance alarm: a failure answered to the last attempt counts in pixhook.endpoint.at_risk and marks the receive span', async () => {

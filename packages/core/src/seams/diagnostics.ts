@@ -215,6 +215,9 @@ export function traceStep<M extends { error?: unknown; runInContext?: <T>(fn: ()
     message.error = error;
     traced.error.publish(message);
     traced.end.publish(message);
+    // As for every step, asyncEnd comes last: a subscriber ends its span there, whatever happened.
+    traced.asyncStart.publish(message);
+    traced.asyncEnd.publish(message);
     throw error;
   }
   traced.end.publish(message);
