@@ -44,7 +44,9 @@ describe('logger: fastify.log', () => {
       err: { type: 'TypeError', message: 'the image index is down' },
     });
     expect(String(ours[0]?.msg)).toMatch(/^pixhook: HANDLER_FAILED: A handler for image\.created failed/);
-    expect(String((ours[0]?.err as { stack?: string }).stack)).toContain('TypeError: the image index is down');
+    expect(String((ours[0]?.err as { stack?: string } | undefined)?.stack)).toContain(
+      'TypeError: the image index is down',
+    );
     const text = JSON.stringify(lines);
     expect(text).not.toContain(SECRET);
     expect(text).not.toContain(request.headers['x-service-signature']);

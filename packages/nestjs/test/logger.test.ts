@@ -52,7 +52,7 @@ describe('nestLogger()', () => {
       expect(answer.status).toBe(500);
       const errors = logger.calls.filter((c) => c.level === 'error');
       expect(errors).toHaveLength(1);
-      const [text, stack, context] = errors[0]?.args as [string, string, string];
+      const [text, stack, context] = (errors[0]?.args ?? []) as [string, string, string];
       expect(text).toMatch(/^pixhook: HANDLER_FAILED: A handler for image\.created failed/);
       expect(JSON.parse(text.slice(text.indexOf(' {') + 1))).toMatchObject({
         code: 'HANDLER_FAILED',

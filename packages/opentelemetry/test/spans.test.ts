@@ -332,10 +332,8 @@ describe('metrics of verification', () => {
     expect((await client.send(delivery())).status).toBe(200);
     const points = await otel.collect();
     const verify = points.find((point) => point.name === 'pixhook.verify.duration');
-    const { buckets } = verify?.value as { buckets: { boundaries: number[] } };
-    expect(buckets.boundaries).toEqual([...DURATION_BUCKETS]);
-    // A signature check of a small body takes well under 10 ms: it lands in a bucket below it.
-    expect(DURATION_BUCKETS.indexOf(0.01)).toBeGreaterThan(0);
+    const value = verify?.value as { buckets: { boundaries: number[] } } | undefined;
+    expect(value?.buckets.boundaries).toEqual([...DURATION_BUCKETS]);
   });
 
   it('the last-chance alarm: a failure answered to the last attempt counts in pixhook.endpoint.at_risk and marks the receive span', async () => {
