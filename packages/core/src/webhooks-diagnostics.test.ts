@@ -16,6 +16,7 @@ import {
   type WebhookQueue,
   Webhooks,
 } from './index.js';
+import { setWebCryptoOnly } from './protocol/crypto.js';
 import { createSignedRequest, createTestEvent } from './testing.js';
 
 const SECRET = 'whsec_diagnostics_5c6d';
@@ -366,5 +367,124 @@ describe('a runtime without diagnostics_channel', () => {
       });
       vi.resetModules();
     }
+  });
+});
+
+describe('the transaction trace when the database fails', () => {
+  /** Transactions on a Map whose begin, commit or rollback fail on demand. */
+  function failing() {
+    const state = { begin: false, commit: false, rollback: false, busy: false };
+    const transactions: EventTransactions<string> = {
+      async begin() {
+        if (state.begin) throw new Error('connection refused');
+        if (state.busy) return { state: 'in-flight' };
+        return {
+          state: 'claimed',
+          transaction: 'tx',
+          commit: async () => {
+            if (state.commit) throw new Error('commit lost');
+          },
+          rollback: async () => {
+            if (state.rollback) throw new Error('rollback lost');
+          },
+        };
+      },
+    };
+    return { state, transactions };
+  }
+
+  it('ends in an error for a BEGIN, a COMMIT or a ROLLBACK that failed, and without one for a busy event', async () => {
+    const seen = listen('transaction');
+    const { state, transactions } = failing();
+    const webhooks = new Webhooks({ secret: SECRET, transactions });
+    let throwIn = false;
+    webhooks.on('image.created', () => {
+      if (throwIn) throw new Error('handler');
+    });
+    webhooks.onError(() => {});
+    state.begin = true;
+    expect((await post(webhooks).answer).status).toBe(503);
+    state.begin = false;
+    state.busy = true;
+    expect((await post(webhooks).answer).status).toBe(409);
+    state.busy = false;
+    state.commit = true;
+    expect((await post(webhooks).answer).status).toBe(503);
+    state.commit = false;
+    state.rollback = true;
+    throwIn = true;
+    expect((await post(webhooks).answer).status).toBe(500);
+    const ends = ended(seen, 'transaction').map((m) => m.result);
+    expect(ends).toEqual(['begin-failed', 'busy', 'commit-failed', 'rolled-back']);
+    const errors = seen.filter((s) => s.event === 'error').map((s) => String((s.message.error as Error).message));
+    expect(errors).toEqual(['connection refused', 'commit lost', 'rollback lost']);
+  });
+
+  it('in a queue worker too, with the job message as parent of the handlers', async () => {
+    const seen = listen('transaction', 'job');
+    const { state, transactions } = failing();
+    const worker = new Webhooks({ secret: SECRET, transactions });
+    worker.on('image.created', () => {});
+    worker.onError(() => {});
+    const event = createTestEvent('image.created');
+    const job = { engine: 'map', jobId: 'j1', attempt: 1, maxAttempts: 3, queuedAt: 0 };
+    state.commit = true;
+    await expect(worker.process({ event, deliveryId: 'd', timestamp: 1 }, job)).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
+    expect(ended(seen, 'transaction').map((m) => m.result)).toEqual(['commit-failed']);
+    const jobEvents = seen.filter((s) => s.channel === 'job').map((s) => s.event);
+    expect(jobEvents).toEqual(['start', 'end', 'error', 'asyncStart', 'asyncEnd']);
+  });
+});
+
+describe('the logger in a queue worker', () => {
+  it("gets the job's fields with a failure nobody listens for", async () => {
+    const calls: { fields: Record<string, unknown>; message: string }[] = [];
+    const worker = new Webhooks({
+      secret: SECRET,
+      logger: { error: (fields, message) => void calls.push({ fields, message }), warn: () => {} },
+    });
+    worker.on('image.created', () => {
+      throw new Error('thumbnail service down');
+    });
+    const event = createTestEvent('image.created');
+    const job = { engine: 'map', jobId: 'j9', attempt: 3, maxAttempts: 3, queuedAt: 0, queueName: 'webhooks' };
+    await expect(worker.process({ event, deliveryId: 'd', timestamp: 1 }, job)).rejects.toThrow(
+      'thumbnail service down',
+    );
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.fields).toMatchObject({
+      code: 'HANDLER_FAILED',
+      eventId: event.id,
+      job: { engine: 'map', jobId: 'j9', attempt: 3, maxAttempts: 3 },
+    });
+    expect(calls[0]?.message).toContain('no attempts remain');
+  });
+});
+
+describe('on Web Crypto (a runtime without node:crypto)', () => {
+  afterEach(() => setWebCryptoOnly(false));
+
+  it('times the asynchronous verification, and a refusal that comes from it', async () => {
+    // Signed before node:crypto is hidden: the signing helpers need it.
+    const good = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
+    const forged = createSignedRequest(createTestEvent('image.created'), { secret: 'whsec_someone_else' });
+    setWebCryptoOnly(true);
+    const seen = listen('delivery');
+    const webhooks = new Webhooks({ secret: [OLD_SECRET, SECRET] });
+    webhooks.on('image.created', () => {});
+    for (const [request, status] of [
+      [good, 200],
+      [forged, 400],
+    ] as const) {
+      const answer = await webhooks.handle({ method: 'POST', headers: request.headers, body: request.body });
+      expect(answer.status).toBe(status);
+    }
+    const [verified, refused] = ended(seen, 'delivery');
+    expect(verified).toMatchObject({ outcome: 'processed', secretIndex: 1, eventType: 'image.created' });
+    expect(verified?.verifyMs).toBeGreaterThanOrEqual(0);
+    expect(refused).toMatchObject({ outcome: 'rejected', code: 'SIGNATURE_MISMATCH', secretIndex: undefined });
+    expect(refused?.verifyMs).toBeGreaterThanOrEqual(0);
   });
 });

@@ -110,13 +110,29 @@ describe('the last-chance alarm', () => {
       expect(alarm.error.message).toContain('pixhook answered 500');
       if (attempt === 6) {
         // The 7th is due 24 h after this one; the clock reads 0.4 s past t.
-        expect(alarm.error.message).toContain('tries once more, in about 23 h 59 min');
+        expect(alarm.error.message).toContain('tries once more, in about 23 h 59 min, and if');
       } else {
         expect(alarm.error.message).toContain('now auto-disables this endpoint');
         expect(alarm.error.message).toContain('enable the endpoint again');
       }
     },
   );
+
+  it('says "within a minute" when the next attempt is due that soon (an attempt the service sent late)', async () => {
+    // Attempt 6 sent 24 h late: still read as the 6th (the 7th reads from 20 h 36 min), next due now.
+    const t = CREATED + 74_159;
+    const { logger, calls } = recording();
+    // 30 s before the 7th attempt is due; the tolerance is off, as the clock is not t.
+    const logged = new Webhooks({ secret: SECRET, now: () => (CREATED + 117_330) * 1000, tolerance: false, logger });
+    logged.on('image.created', fail);
+    const event = createTestEvent('image.created', {}, { created: CREATED });
+    const { headers, body } = createSignedRequest(event, { secret: SECRET, timestamp: t });
+    expect((await logged.handle({ method: 'POST', headers, body })).status).toBe(500);
+    expect(calls.find((c) => c.fields.code === 'ENDPOINT_AT_RISK')?.message).toContain('attempt 6 of 7 of event');
+    expect(calls.find((c) => c.fields.code === 'ENDPOINT_AT_RISK')?.message).toContain(
+      'the service tries once more, within a minute, and if that attempt fails too',
+    );
+  });
 
   it('is not raised for a 2xx answer to the last attempt, nor for a refusal it cannot estimate', async () => {
     const { answer, codes } = await deliverAt(117_360, () => {});

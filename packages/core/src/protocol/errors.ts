@@ -85,13 +85,13 @@ export function isWebhookVerificationError(value: unknown): value is WebhookVeri
   return name === 'WebhookVerificationError' && typeof code === 'string' && Object.hasOwn(ERROR_STATUS, code);
 }
 
-/** `ms` for people, to the minute: `3 min`, `23 h 59 min`; under a minute, `less than a minute`. */
-function roughly(ms: number): string {
+/** When, from now, `ms` ahead, for people, to the minute: `in about 3 min`, `in about 23 h 59 min`, `within a minute`. */
+function inAbout(ms: number): string {
   const minutes = Math.floor(ms / 60_000);
-  if (minutes < 1) return 'less than a minute';
+  if (minutes < 1) return 'within a minute';
   const hours = Math.floor(minutes / 60);
   const rest = minutes % 60;
-  return hours === 0 ? `${minutes} min` : rest === 0 ? `${hours} h` : `${hours} h ${rest} min`;
+  return `in about ${hours === 0 ? `${minutes} min` : rest === 0 ? `${hours} h` : `${hours} h ${rest} min`}`;
 }
 
 /**
@@ -110,7 +110,7 @@ export function endpointAtRisk(
   const message =
     attemptsLeft === 0 || nextAttemptAt === undefined
       ? `${what}, the service's last: it now auto-disables this endpoint and emails the account owner, and sends nothing more until the endpoint is enabled again. Fix the cause (the error reported before this one), enable the endpoint again in the service's dashboard, and replay the events that failed.`
-      : `${what}: the service tries once more, in about ${roughly(nextAttemptAt * 1000 - nowMs)}, and if that attempt fails too it auto-disables this endpoint. Fix the cause (the error reported before this one) before then.`;
+      : `${what}: the service tries once more, ${inAbout(nextAttemptAt * 1000 - nowMs)}, and if that attempt fails too it auto-disables this endpoint. Fix the cause (the error reported before this one) before then.`;
   return new WebhookVerificationError('ENDPOINT_AT_RISK', message);
 }
 
