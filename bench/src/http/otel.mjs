@@ -3,7 +3,10 @@
 //   nothing; core's channels then have subscribers, and the OpenTelemetry API hands out no-op spans;
 // - 'sdk': the SDK recording every span (a batch processor into an exporter that keeps nothing, as
 //   a real exporter's network cost is not pixhook's) and every metric (a reader that is never
-//   collected in a round: the SDK's aggregation is the per-delivery cost).
+//   collected in a round: the SDK's aggregation is the per-delivery cost);
+// - 'sdk-only': the same SDK without @pixhook/opentelemetry, as an app already on OpenTelemetry
+//   runs: its context manager (AsyncLocalStorage) costs every request something whatever pixhook
+//   does, so 'sdk' ÷ 'sdk-only' is the instrumentation's own share.
 // Loaded in the server process before its framework and pixhook's adapter, as a real app's
 // instrumentation file is (`node --import ./instrumentation.mjs`).
 
@@ -15,7 +18,7 @@ export async function setUpOpenTelemetry(mode) {
     const unregister = registerInstrumentations({ instrumentations: [new PixhookInstrumentation()] });
     return async () => unregister();
   }
-  if (mode !== 'sdk') throw new Error(`unknown OpenTelemetry setup ${mode}`);
+  if (mode !== 'sdk' && mode !== 'sdk-only') throw new Error(`unknown OpenTelemetry setup ${mode}`);
   const [{ context, metrics, trace }, { AsyncLocalStorageContextManager }, tracing, { MeterProvider, MetricReader }] =
     await Promise.all([
       import('@opentelemetry/api'),
@@ -35,7 +38,8 @@ export async function setUpOpenTelemetry(mode) {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(tracerProvider);
   metrics.setGlobalMeterProvider(meterProvider);
-  const unregister = registerInstrumentations({ instrumentations: [new PixhookInstrumentation()] });
+  const unregister =
+    mode === 'sdk' ? registerInstrumentations({ instrumentations: [new PixhookInstrumentation()] }) : () => {};
   return async () => {
     unregister();
     await tracerProvider.shutdown();

@@ -91,6 +91,8 @@ describe('a tracer and a meter that throw', () => {
         createUpDownCounter: () => ({ add: fail }),
         createHistogram: () => ({ record: fail }),
         createObservableGauge: () => ({ addCallback() {}, removeCallback() {} }),
+        createObservableCounter: () => ({ addCallback: fail, removeCallback() {} }),
+        createObservableUpDownCounter: () => ({ addCallback: fail, removeCallback() {} }),
       }),
     } as never);
     broken.enable();
