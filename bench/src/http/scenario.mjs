@@ -494,7 +494,11 @@ function summarise(list, runs, problems, redis, connections, postgres) {
     const pairs = [
       ['loaded', plain, 'pixhook with @pixhook/opentelemetry loaded, no SDK ÷ without'],
       ['sdk', plain, 'pixhook with the OpenTelemetry SDK recording its spans and metrics ÷ without OpenTelemetry'],
-      ['sdk-only', plain, 'pixhook in an app with the OpenTelemetry SDK (no pixhook instrumentation) ÷ without'],
+      [
+        'sdk-only',
+        plain,
+        'pixhook in an app with the OpenTelemetry SDK and its context manager in use (no pixhook instrumentation) ÷ without',
+      ],
       [
         'sdk',
         sdkOnly,
