@@ -324,6 +324,13 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
     deliveries.addCallback(reportDeliveries);
     secretMatches.addCallback(reportSecrets);
     handlerActive.addCallback(reportActive);
+    /** A duration histogram in seconds, with pixhook's buckets. */
+    const seconds = (name: string, description: string) =>
+      meter.createHistogram(name, {
+        description,
+        unit: 's',
+        advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] },
+      });
     this.instruments = {
       deliveries,
       reportDeliveries,
@@ -331,31 +338,21 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
       reportSecrets,
       handlerActive,
       reportActive,
-      verifyDuration: meter.createHistogram('pixhook.verify.duration', {
-        description: 'Time to check the size, the signature and parse the event of a delivery.',
-        unit: 's',
-        advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] },
-      }),
-      handlerDuration: meter.createHistogram('pixhook.handler.duration', {
-        description: 'Duration of one handler run, in a request or in a queue worker.',
-        unit: 's',
-        advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] },
-      }),
+      verifyDuration: seconds(
+        'pixhook.verify.duration',
+        'Time to check the size, the signature and parse the event of a delivery.',
+      ),
+      handlerDuration: seconds(
+        'pixhook.handler.duration',
+        'Duration of one handler run, in a request or in a queue worker.',
+      ),
       endpointAtRisk: meter.createCounter('pixhook.endpoint.at_risk', {
         description:
           'Deliveries answered with a failure on what was probably one of the last attempts before the service disables the endpoint (ENDPOINT_AT_RISK).',
         unit: '{delivery}',
       }),
-      enqueueDuration: meter.createHistogram('pixhook.enqueue.duration', {
-        description: 'Time to write a verified delivery to the queue.',
-        unit: 's',
-        advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] },
-      }),
-      jobDuration: meter.createHistogram('pixhook.job.duration', {
-        description: "Duration of one queued job's run by a worker.",
-        unit: 's',
-        advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] },
-      }),
+      enqueueDuration: seconds('pixhook.enqueue.duration', 'Time to write a verified delivery to the queue.'),
+      jobDuration: seconds('pixhook.job.duration', "Duration of one queued job's run by a worker."),
       queueJobs,
       observe,
     };
