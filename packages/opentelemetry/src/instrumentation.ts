@@ -416,6 +416,40 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
     return step;
   }
 
+  /**
+   * Keeps `span` as the step of `message`, unless recording it would do nothing; with `parent`,
+   * pixhook then runs the step in the span's context.
+   */
+  private track(message: object, span: Span, parent?: Context): Step | undefined {
+    if (this.inert(span)) return undefined;
+    const step = this.begin(message, span);
+    // Only the delivery, handler and job messages are given a parent: they take `runInContext`.
+    if (parent) this.runIn(message as { runInContext?: <T>(fn: () => T) => T }, parent, span);
+    return step;
+  }
+
+  /**
+   * Ends the span of `message`: `attributes` set, and status ERROR with `error.type` when an
+   * `error` was published. Returns its step and how long it took, in seconds.
+   */
+  private close(
+    message: object,
+    errorTypeOf: () => string,
+    attributes?: Attributes,
+  ): { step: Step; seconds: number } | undefined {
+    const step = this.finish(message);
+    if (!step) return undefined;
+    const seconds = (performance.now() - step.startedAt) / 1000;
+    const { span } = step;
+    if (attributes) span.setAttributes(attributes);
+    if (step.failed) {
+      span.setAttribute(ATTR.errorType, errorTypeOf());
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.end();
+    return { step, seconds };
+  }
+
   private failed(message: object): void {
     const step = this.steps?.get(message);
     if (step) step.failed = true;
@@ -452,9 +486,7 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
           },
           parent,
         );
-        if (this.inert(span)) return;
-        this.begin(message, span);
-        this.runIn(message, parent, span);
+        this.track(message, span, parent);
       }),
       end: nothing,
       asyncStart: nothing,
@@ -550,10 +582,8 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
           },
           parent,
         );
-        if (this.inert(span)) return;
-        const step = this.begin(message, span);
-        this.runIn(message, parent, span);
-        if (this.tallies && this.metricsOff !== true) {
+        const step = this.track(message, span, parent);
+        if (step && this.tallies && this.metricsOff !== true) {
           step.active = eventType ?? '';
           this.tallies.active.add(
             step.active,
@@ -566,18 +596,12 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
       asyncStart: nothing,
       error: this.safely<HandlerMessage>('handler error', (message) => this.failed(message)),
       asyncEnd: this.safely<HandlerMessage>('handler end', (message) => {
-        const step = this.finish(message);
-        if (!step) return;
-        const seconds = (performance.now() - step.startedAt) / 1000;
-        const { span } = step;
-        if (step.failed) {
-          span.setAttribute(ATTR.errorType, errorType(message.error));
-          span.setStatus({ code: SpanStatusCode.ERROR });
-        }
-        span.end();
+        const closed = this.close(message, () => errorType(message.error));
+        if (!closed) return;
+        const { step, seconds } = closed;
+        if (step.active !== undefined) this.tallies?.active.add(step.active, () => ({}), -1);
         const instruments = this.instruments;
         if (!instruments) return;
-        if (step.active !== undefined) this.tallies?.active.add(step.active, () => ({}), -1);
         const attributes: Attributes = {
           [ATTR.functionName]: text(message.handlerName) || 'anonymous',
           [ATTR.handlerOutcome]: step.failed ? 'error' : 'ok',
@@ -613,8 +637,7 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
           },
           parent,
         );
-        if (this.inert(span)) return;
-        this.begin(message, span);
+        if (!this.track(message, span)) return;
         const carrier: Record<string, string> = {};
         propagation.inject(trace.setSpan(parent, span), carrier);
         if (Object.keys(carrier).length > 0) message.traceContext = { ...message.traceContext, ...carrier };
@@ -623,20 +646,12 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
       asyncStart: nothing,
       error: this.safely<EnqueueMessage>('send error', (message) => this.failed(message)),
       asyncEnd: this.safely<EnqueueMessage>('send end', (message) => {
-        const step = this.finish(message);
-        if (!step) return;
-        const seconds = (performance.now() - step.startedAt) / 1000;
-        // A refused write resolves (core answers 503) with the error on the message.
-        const failed = step.failed || message.error !== undefined;
-        const { span } = step;
-        if (failed) {
-          span.setAttribute(ATTR.errorType, errorCode(message.error, 'QUEUE_UNAVAILABLE'));
-          span.setStatus({ code: SpanStatusCode.ERROR });
-        }
-        span.end();
-        this.instruments?.enqueueDuration.record(seconds, {
+        // A refused write resolves (core answers 503) with an `error` published for it.
+        const closed = this.close(message, () => errorCode(message.error, 'QUEUE_UNAVAILABLE'));
+        if (!closed) return;
+        this.instruments?.enqueueDuration.record(closed.seconds, {
           [ATTR.messagingSystem]: text(message.engine) || 'unknown',
-          [ATTR.outcome]: failed ? 'rejected' : 'queued',
+          [ATTR.outcome]: closed.step.failed ? 'rejected' : 'queued',
         });
       }),
     };
@@ -674,23 +689,15 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
           },
           parent,
         );
-        if (this.inert(span)) return;
-        this.begin(message, span);
-        this.runIn(message, parent, span);
+        this.track(message, span, parent);
       }),
       end: nothing,
       asyncStart: nothing,
       error: this.safely<JobMessage>('process error', (message) => this.failed(message)),
       asyncEnd: this.safely<JobMessage>('process end', (message) => {
-        const step = this.finish(message);
-        if (!step) return;
-        const seconds = (performance.now() - step.startedAt) / 1000;
-        const { span } = step;
-        if (step.failed) {
-          span.setAttribute(ATTR.errorType, errorCode(message.error, 'HANDLER_FAILED'));
-          span.setStatus({ code: SpanStatusCode.ERROR });
-        }
-        span.end();
+        const closed = this.close(message, () => errorCode(message.error, 'HANDLER_FAILED'));
+        if (!closed) return;
+        const { step, seconds } = closed;
         const attributes: Attributes = {
           [ATTR.messagingSystem]: text(message.job?.engine) || 'unknown',
           [ATTR.jobOutcome]: step.failed ? 'error' : 'ok',
@@ -714,23 +721,18 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
           },
           context.active(),
         );
-        if (this.inert(span)) return;
-        this.begin(message, span);
+        this.track(message, span);
       }),
       end: nothing,
       asyncStart: nothing,
       error: this.safely<TransactionMessage>('transaction error', (message) => this.failed(message)),
       asyncEnd: this.safely<TransactionMessage>('transaction end', (message) => {
-        const step = this.finish(message);
-        if (!step) return;
-        const { span } = step;
         const result = text(message.result, 32);
-        if (result !== undefined) span.setAttribute(ATTR.transactionResult, result);
-        if (step.failed) {
-          span.setAttribute(ATTR.errorType, errorCode(message.error, errorType(message.error)));
-          span.setStatus({ code: SpanStatusCode.ERROR });
-        }
-        span.end();
+        this.close(
+          message,
+          () => errorCode(message.error, errorType(message.error)),
+          result === undefined ? undefined : { [ATTR.transactionResult]: result },
+        );
       }),
     };
   }

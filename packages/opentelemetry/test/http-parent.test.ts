@@ -2,25 +2,16 @@
  * With @opentelemetry/instrumentation-http on, the receive span is a child of the HTTP server span
  * it creates: a real Express 5 app on a real socket.
  */
-import { createRequire } from 'node:module';
 import { SpanKind } from '@opentelemetry/api';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import { ADAPTERS } from '@pixhook/test-helpers/adapters';
 import { delivery, SECRET } from '@pixhook/test-helpers/deliveries';
 import { afterAll, expect, it, vi } from 'vitest';
-import { startOtel } from './helpers/otel.js';
+import { startHttpInstrumentation, startOtel } from './helpers/otel.js';
 
 const otel = startOtel();
-const http = new HttpInstrumentation();
-http.setTracerProvider(otel.tracerProvider);
-http.setMeterProvider(otel.meterProvider);
-http.enable();
-// The instrumentation patches `http` when it is required after enable(); Vitest loaded it before,
-// through `import`, which require-in-the-middle does not see. Requiring it once applies the patch
-// (to http.Server.prototype, so every server, however its module was loaded).
-createRequire(import.meta.url)('node:http');
+const http = startHttpInstrumentation(otel);
 afterAll(async () => {
   http.disable();
   await otel.shutdown();

@@ -8,10 +8,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { BullMQQueue } from '@pixhook/bullmq';
 import { type WebhookQueue, Webhooks } from '@pixhook/core';
@@ -23,7 +21,7 @@ import { describeWithPostgres, type PostgresServer, startPostgresServer } from '
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import PgBoss from 'pg-boss';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { startOtel } from './helpers/otel.js';
+import { startHttpInstrumentation, startOtel } from './helpers/otel.js';
 
 const WORKER = fileURLToPath(new URL('./fixtures/traced-worker.mjs', import.meta.url));
 const SECRET = 'whsec_queued_trace_5c7e19';
@@ -32,13 +30,7 @@ const CEILING_MS = 30_000;
 
 // The receiving side: this process's SDK, with the HTTP server spans the receive span hangs under.
 const otel = startOtel();
-const http = new HttpInstrumentation();
-http.setTracerProvider(otel.tracerProvider);
-http.setMeterProvider(otel.meterProvider);
-http.enable();
-// Vitest loaded `http` through `import`, which require-in-the-middle does not see: requiring it once
-// applies the patch (to http.Server.prototype, so every server, however its module was loaded).
-createRequire(import.meta.url)('node:http');
+const http = startHttpInstrumentation(otel);
 
 const workers: ChildProcess[] = [];
 beforeAll(() => ensureBuilt('@pixhook/opentelemetry'), 300_000);

@@ -1,5 +1,5 @@
 import { WebhookVerificationError } from '../protocol/errors.js';
-import { type TransactionMessage, transactionChannel } from '../seams/diagnostics.js';
+import { endStep, type TransactionMessage, transactionChannel } from '../seams/diagnostics.js';
 import { type ClaimResult, DEFAULT_IN_FLIGHT_TTL_MS, type IdempotencyStore } from '../seams/store.js';
 import { beginFailed, checkBegun, type EventTransactions, type OpenEvent } from '../seams/transactions.js';
 import { claimNow, completeNow, type MemoryStore, releaseNow, syncMemoryStore } from '../stores/memory-store.js';
@@ -108,13 +108,9 @@ export function beginEvent(transactions: EventTransactions, eventId: string, eve
 /** The transaction's trace: started now, ended when it never opened, or when it commits or rolls back. */
 function tracedBegin(begun: Promise<ClaimOutcome>, eventId: string, eventType: string): Promise<ClaimOutcome> {
   const message: TransactionMessage = { eventId, eventType, result: undefined };
-  const ended = () => {
-    transactionChannel.asyncStart.publish(message);
-    transactionChannel.asyncEnd.publish(message);
-  };
+  const ended = () => endStep(transactionChannel, message);
   const failed = (cause: unknown) => {
     message.error = cause;
-    transactionChannel.error.publish(message);
     ended();
   };
   transactionChannel.start.publish(message);

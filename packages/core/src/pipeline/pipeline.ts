@@ -9,7 +9,7 @@ import { type DeliveryMessage, deliveryChannel, traceStep } from '../seams/diagn
 import type { HandleInput, WebhookResponse } from '../seams/handle-input.js';
 import { isThenable, type Maybe } from '../util/maybe.js';
 import { admitBody, checkMethod, headersOf, readFailure, receive } from './admit.js';
-import { answer, answerOutcome, ok } from './answer.js';
+import { answer, answeredCode, answerOutcome, isDuplicateAnswer, ok } from './answer.js';
 import type { ResolvedOptions } from './options.js';
 
 /** What the pipeline needs from a `Webhooks`: its options, the handlers of a type, where to report. */
@@ -62,15 +62,10 @@ function outcomeOf(trace: DeliveryMessage, response: WebhookResponse): WebhookRe
   trace.status = response.status;
   if (response.status === 202) trace.outcome = 'queued';
   else if (response.status >= 200 && response.status < 300) {
-    trace.outcome = response.body === ok(true).body ? 'duplicate' : 'processed';
+    trace.outcome = isDuplicateAnswer(response) ? 'duplicate' : 'processed';
   } else {
     trace.outcome = 'rejected';
-    try {
-      // pixhook's own answer (answer.ts): {"error":{"code",…}}.
-      trace.code = (JSON.parse(response.body) as { error: { code: DeliveryMessage['code'] } }).error.code;
-    } catch {
-      trace.code = 'INTERNAL_ERROR';
-    }
+    trace.code = answeredCode(response);
   }
   return response;
 }

@@ -228,25 +228,27 @@ export function traceStep<M extends { error?: unknown; runInContext?: <T>(fn: ()
   } catch {}
   if (settled) {
     Promise.resolve(settled).then(
-      () => {
-        // A step that failed without rejecting (an enqueue answered 503) set `error` itself.
-        if (message.error !== undefined) traced.error.publish(message);
-        traced.asyncStart.publish(message);
-        traced.asyncEnd.publish(message);
-      },
+      () => endStep(traced, message),
       (error: unknown) => {
         message.error = error;
-        traced.error.publish(message);
-        traced.asyncStart.publish(message);
-        traced.asyncEnd.publish(message);
+        endStep(traced, message);
       },
     );
   } else {
     // Published for a synchronous step too, so a subscriber always ends its span at asyncEnd.
-    traced.asyncStart.publish(message);
-    traced.asyncEnd.publish(message);
+    endStep(traced, message);
   }
   return result;
+}
+
+/**
+ * The end of a traced step whose start was published: `error` when `message.error` is set (a step
+ * may fail without rejecting, as an enqueue answered 503 does), then `asyncStart` and `asyncEnd`.
+ */
+export function endStep<M extends { error?: unknown }>(traced: Traced<M>, message: M): void {
+  if (message.error !== undefined) traced.error.publish(message);
+  traced.asyncStart.publish(message);
+  traced.asyncEnd.publish(message);
 }
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {

@@ -1,9 +1,11 @@
 // A real OpenTelemetry SDK for the tests: spans kept in memory, metrics read on demand, the
 // AsyncLocalStorage context manager and the W3C propagator registered globally (as NodeSDK does).
+import { createRequire } from 'node:module';
 import { type Attributes, context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { AggregationTemporality, type DataPoint, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
@@ -107,4 +109,20 @@ export function recorded(points: Point[], name: string, attributes?: Attributes)
 function sameAttributes(a: Attributes, b: Attributes): boolean {
   const keys = Object.keys(a);
   return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
+}
+
+/**
+ * `@opentelemetry/instrumentation-http` on `otel`'s providers, enabled: HTTP servers then open a
+ * SERVER span per request. Call `disable()` on it when done.
+ */
+export function startHttpInstrumentation(otel: Otel): HttpInstrumentation {
+  const http = new HttpInstrumentation();
+  http.setTracerProvider(otel.tracerProvider);
+  http.setMeterProvider(otel.meterProvider);
+  http.enable();
+  // The instrumentation patches `http` when it is required after enable(); Vitest loaded it before,
+  // through `import`, which require-in-the-middle does not see. Requiring it once applies the patch
+  // (to http.Server.prototype, so every server, however its module was loaded).
+  createRequire(import.meta.url)('node:http');
+  return http;
 }
