@@ -30,6 +30,24 @@ export { MAX_SECRETS } from './protocol/secrets.js';
 export { sign } from './protocol/sign.js';
 export { type ParsedSignatureHeader, parseSignatureHeader } from './protocol/signature-header.js';
 export {
+  type ArchivedDelivery,
+  type ArchivedRun,
+  type ArchivedStep,
+  type ArchiveEntry,
+  type ArchiveMode,
+  INBOX_OUTCOMES,
+  type InboxEvent,
+  type InboxOutcome,
+  type InboxPage,
+  type InboxQuery,
+  type InboxReader,
+  type InboxSummary,
+  type InboxTimelineEntry,
+  isWebhookArchive,
+  outcomeAfter,
+  type WebhookArchive,
+} from './seams/archive.js';
+export {
   CHANNELS,
   type DeliveryMessage,
   type DeliveryOutcome,

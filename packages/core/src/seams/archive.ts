@@ -101,7 +101,8 @@ export type ArchiveEntry = ArchivedDelivery | ArchivedStep;
  */
 export function outcomeAfter(before: InboxOutcome | undefined, entry: ArchiveEntry): InboxOutcome | undefined {
   const { result } = entry;
-  if (result === 'duplicate' || result === 'in-flight') return before ?? (result === 'duplicate' ? 'processed' : 'failed');
+  if (result === 'duplicate' || result === 'in-flight')
+    return before ?? (result === 'duplicate' ? 'processed' : 'failed');
   if (result === 'queued' && entry.kind === 'delivery' && before !== undefined) return before;
   return result;
 }
