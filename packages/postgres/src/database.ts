@@ -23,7 +23,7 @@ const guardedPools = new WeakSet<object>();
  * network cut); with no listener that event crashes the process. A pool nobody listens on gets one
  * that logs, at most once a minute: the pool has already dropped the broken connection.
  */
-function guardPool(pool: Pool): void {
+export function guardPool(pool: Pool): void {
   if (guardedPools.has(pool) || typeof pool.on !== 'function' || typeof pool.listenerCount !== 'function') return;
   guardedPools.add(pool);
   if (pool.listenerCount('error') > 0) return;
@@ -150,28 +150,44 @@ export class Database {
 
   /** `pending`, or a `PostgresTimeoutError` after `timeoutMs`; `late` gets a value that came too late. */
   #bounded<T>(pending: Promise<T>, what: string, late?: (value: T) => void): Promise<T> {
-    const { timeoutMs } = this.options;
-    return new Promise<T>((resolve, reject) => {
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        reject(
-          new PostgresTimeoutError(`pixhook: Postgres did not answer within timeoutMs (${timeoutMs} ms): ${what}.`),
-        );
-      }, timeoutMs);
-      pending.then(
-        (value) => {
-          clearTimeout(timer);
-          if (timedOut) late?.(value);
-          else resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          if (!timedOut) reject(explained(error, this.options));
-        },
-      );
+    return bounded(pending, this.options.timeoutMs, 'timeoutMs', what, {
+      late,
+      explain: (error) => explained(error, this.options),
     });
   }
+}
+
+/**
+ * `pending`, or a `PostgresTimeoutError` after `timeoutMs` (the option's name is `option`, for the
+ * message): `late` gets a value that came too late, `onTimeout` runs when the time is up, and
+ * `explain` rewrites an error that came in time.
+ */
+export function bounded<T>(
+  pending: Promise<T>,
+  timeoutMs: number,
+  option: string,
+  what: string,
+  hooks: { late?: (value: T) => void; onTimeout?: () => void; explain?: (error: unknown) => unknown } = {},
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      hooks.onTimeout?.();
+      reject(new PostgresTimeoutError(`pixhook: Postgres did not answer within ${option} (${timeoutMs} ms): ${what}.`));
+    }, timeoutMs);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        if (timedOut) hooks.late?.(value);
+        else resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        if (!timedOut) reject(hooks.explain ? hooks.explain(error) : error);
+      },
+    );
+  });
 }
 
 /** A connection checked out of the pool, released exactly once. */

@@ -1,5 +1,11 @@
-export { getMigrationSql, migrate } from './migrate.js';
-export type { PostgresStoreOptions, PostgresTransactionsOptions, TableOptions } from './options.js';
+export { getArchiveMigrationSql, getMigrationSql, migrate, migrateArchive } from './migrate.js';
+export type {
+  ArchiveTableOptions,
+  PostgresArchiveOptions,
+  PostgresStoreOptions,
+  PostgresTransactionsOptions,
+  TableOptions,
+} from './options.js';
 export {
   type PgBossBackoffOptions,
   type PgBossDeadLetter,
@@ -12,5 +18,6 @@ export {
   type ProcessingWebhooks,
   pgBossJobIdFor,
 } from './pg-boss-moved.js';
+export { PostgresArchive } from './postgres-archive.js';
 export { PostgresStore } from './postgres-store.js';
 export { PostgresTransactions } from './postgres-transactions.js';

@@ -1,6 +1,12 @@
 import type { Pool } from 'pg';
+import { archiveMigrationSql } from './archive-sql.js';
 import { assertPool } from './database.js';
-import { resolveTableOptions, type TableOptions } from './options.js';
+import {
+  type ArchiveTableOptions,
+  resolveArchiveTableOptions,
+  resolveTableOptions,
+  type TableOptions,
+} from './options.js';
 import { migrationSql } from './sql.js';
 
 /**
@@ -27,7 +33,35 @@ export function getMigrationSql(options?: TableOptions): string {
  */
 export async function migrate(pool: Pool, options?: TableOptions): Promise<void> {
   assertPool('migrate', pool);
-  const sql = migrationSql(resolveTableOptions('migrate', options));
+  await runMigration(pool, migrationSql(resolveTableOptions('migrate', options)));
+}
+
+/**
+ * The SQL that creates the archive's tables (`PostgresArchive`: the events, their timeline and the
+ * replay requests, with their indexes), for your own migration tool. With no options it is the
+ * package's `archive-migration.sql` (`node_modules/@pixhook/postgres/sql/archive-migration.sql`).
+ * Safe to run again: every statement is `IF NOT EXISTS`.
+ */
+export function getArchiveMigrationSql(options?: ArchiveTableOptions): string {
+  return archiveMigrationSql(resolveArchiveTableOptions('getArchiveMigrationSql', options));
+}
+
+/**
+ * Creates the archive's tables if they do not exist, in one transaction, under the same advisory
+ * lock as `migrate()`. Call it at startup, before `new PostgresArchive(pool)` records anything.
+ * The schema must exist.
+ *
+ * @example
+ * await migrateArchive(pool)
+ * const webhooks = new Webhooks({ secret, archive: new PostgresArchive(pool) })
+ */
+export async function migrateArchive(pool: Pool, options?: ArchiveTableOptions): Promise<void> {
+  assertPool('migrateArchive', pool);
+  await runMigration(pool, archiveMigrationSql(resolveArchiveTableOptions('migrateArchive', options)));
+}
+
+/** Runs `sql` in one transaction, under an advisory lock (instances starting at once do not race). */
+async function runMigration(pool: Pool, sql: string): Promise<void> {
   const client = await pool.connect();
   let failure: Error | undefined;
   try {

@@ -1,4 +1,5 @@
 import { assertKnownOptions, DEFAULT_COMPLETED_TTL_MS, DEFAULT_IN_FLIGHT_TTL_MS, describeType } from '@pixhook/core';
+import { type ArchiveNames, archiveNames } from './archive-sql.js';
 import { type TableName, tableName } from './sql.js';
 
 /** Where the table lives: shared by `migrate()`, `PostgresStore` and `PostgresTransactions`. */
@@ -145,5 +146,141 @@ export function resolveOptions(owner: 'PostgresStore' | 'PostgresTransactions', 
     inFlightTtlMs: milliseconds(owner, 'inFlightTtlMs', given.inFlightTtlMs, DEFAULT_IN_FLIGHT_TTL_MS),
     timeoutMs,
     pruneIntervalMs,
+  };
+}
+
+/** Where the archive's tables live: shared by `migrateArchive()` and `PostgresArchive`. */
+export interface ArchiveTableOptions {
+  /**
+   * The schema of the archive's tables. It must exist (`public` always does).
+   * @default 'public'
+   */
+  schema?: string;
+  /**
+   * The events' table; it also names `<table>_timeline` and `<table>_replays`. At most 45 bytes
+   * (the longest derived name must fit Postgres' 63).
+   * @default 'pixhook_inbox'
+   */
+  table?: string;
+}
+
+/** Options of `PostgresArchive`. */
+export interface PostgresArchiveOptions extends ArchiveTableOptions {
+  /**
+   * How long an event is kept after its last entry, in ms; older ones are pruned.
+   * @default 604_800_000 (7 days)
+   */
+  retentionMs?: number;
+  /**
+   * Most bytes kept (bodies, headers and timeline entries): past it the oldest events (by their
+   * last entry) are pruned until under.
+   * @default 1_073_741_824 (1 GiB)
+   */
+  maxBytes?: number;
+  /**
+   * How often pruning runs, in ms: in the background of `record()` (so only an app that writes
+   * prunes, never the CLI or the dashboard), at most once per interval, one instance at a time.
+   * `false` turns it off (call `prune()` yourself, from a cron job).
+   * @default 60_000
+   */
+  pruneIntervalMs?: number | false;
+  /**
+   * How often an attached `Webhooks` looks for replay requests, in ms.
+   * @default 1_000
+   */
+  replayPollMs?: number;
+  /**
+   * Longest wait for `record()`, in ms (core answers anyway past it and reports `ARCHIVE_FAILED`).
+   * At most 9_000.
+   * @default 2_000
+   */
+  writeTimeoutMs?: number;
+  /**
+   * Send the archive's statements as named prepared statements (prepared once per connection).
+   * Set `false` behind a pooler that cannot keep them (PgBouncer before 1.21 in transaction mode).
+   * @default true
+   */
+  preparedStatements?: boolean;
+  /**
+   * Hears what fails in the background: a replay poll or a prune (both are tried again on the
+   * next tick). Errors of `record()` reach core, which reports `ARCHIVE_FAILED`.
+   * @default none (ignored)
+   */
+  onError?: (error: Error) => void;
+}
+
+export interface ResolvedArchiveOptions {
+  readonly names: ArchiveNames;
+  readonly retentionMs: number;
+  readonly maxBytes: number;
+  readonly pruneIntervalMs: number | undefined;
+  readonly replayPollMs: number;
+  readonly writeTimeoutMs: number;
+  readonly preparedStatements: boolean;
+  readonly onError: ((error: Error) => void) | undefined;
+}
+
+export const DEFAULT_ARCHIVE_TABLE = 'pixhook_inbox';
+const ARCHIVE_TABLE_OPTIONS = ['schema', 'table'] as const;
+const ARCHIVE_OPTIONS = [
+  ...ARCHIVE_TABLE_OPTIONS,
+  'retentionMs',
+  'maxBytes',
+  'pruneIntervalMs',
+  'replayPollMs',
+  'writeTimeoutMs',
+  'preparedStatements',
+  'onError',
+] as const;
+
+function bytesOption(owner: string, value: unknown): number {
+  if (value === undefined) return 1024 ** 3;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(
+      `pixhook: ${owner}: maxBytes must be a positive whole number of bytes, got ${describeType(value)}.`,
+    );
+  }
+  return value;
+}
+
+/** `migrateArchive()`'s options, checked. */
+export function resolveArchiveTableOptions(owner: string, options: unknown): ArchiveNames {
+  const given = checkedObject(owner, options);
+  assertKnownOptions(given, ARCHIVE_TABLE_OPTIONS, `pixhook: ${owner}`);
+  return archiveNames(owner, given.schema ?? 'public', given.table ?? DEFAULT_ARCHIVE_TABLE);
+}
+
+/** `PostgresArchive`'s options with their defaults; throws a `TypeError`/`RangeError` for one that cannot work. */
+export function resolveArchiveOptions(options: unknown): ResolvedArchiveOptions {
+  const owner = 'PostgresArchive';
+  const given = checkedObject(owner, options);
+  assertKnownOptions(given, ARCHIVE_OPTIONS, `pixhook: ${owner}`);
+  const writeTimeoutMs = milliseconds(owner, 'writeTimeoutMs', given.writeTimeoutMs, DEFAULT_TIMEOUT_MS);
+  if (writeTimeoutMs > MAX_TIMEOUT_MS) {
+    throw new RangeError(
+      `pixhook: ${owner}: writeTimeoutMs is ${writeTimeoutMs}, above ${MAX_TIMEOUT_MS}: the delivery's answer waits for it, and the service stops waiting after 10 s.`,
+    );
+  }
+  const preparedStatements = given.preparedStatements ?? true;
+  if (typeof preparedStatements !== 'boolean') {
+    throw new TypeError(
+      `pixhook: ${owner}: preparedStatements must be true or false, got ${describeType(preparedStatements)}.`,
+    );
+  }
+  if (given.onError !== undefined && typeof given.onError !== 'function') {
+    throw new TypeError(`pixhook: ${owner}: onError must be a function, got ${describeType(given.onError)}.`);
+  }
+  return {
+    names: archiveNames(owner, given.schema ?? 'public', given.table ?? DEFAULT_ARCHIVE_TABLE),
+    retentionMs: milliseconds(owner, 'retentionMs', given.retentionMs, 7 * 24 * 60 * 60 * 1000),
+    maxBytes: bytesOption(owner, given.maxBytes),
+    pruneIntervalMs:
+      given.pruneIntervalMs === false
+        ? undefined
+        : milliseconds(owner, 'pruneIntervalMs', given.pruneIntervalMs, 60_000),
+    replayPollMs: milliseconds(owner, 'replayPollMs', given.replayPollMs, 1_000),
+    writeTimeoutMs,
+    preparedStatements,
+    onError: given.onError as ((error: Error) => void) | undefined,
   };
 }

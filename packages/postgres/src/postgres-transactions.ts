@@ -1,4 +1,10 @@
-import type { BegunEvent, CommitReadBack, EventTransactions, OpenEvent } from '@pixhook/core';
+import {
+  type BegunEvent,
+  type CommitReadBack,
+  describeType,
+  type EventTransactions,
+  type OpenEvent,
+} from '@pixhook/core';
 import type { Pool, PoolClient } from 'pg';
 import { assertPool, type CheckedOut, Database, PostgresTimeoutError } from './database.js';
 import { type PostgresTransactionsOptions, resolveOptions } from './options.js';
@@ -60,18 +66,29 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
 
   /**
    * Opens the event's transaction: a connection, `BEGIN`, the lock (without waiting) and the check
-   * that the event was not processed yet. Core calls it; you do not need to.
+   * that the event was not processed yet. Core calls it; you do not need to. With `replay: true`
+   * (a replay from the archive) the check is skipped on purpose: the handlers run again, and the
+   * commit records the event again. Another transaction holding the event still answers `in-flight`.
    */
-  async begin(eventId: string): Promise<BegunEvent<PoolClient>> {
+  async begin(eventId: string, options?: { replay?: boolean }): Promise<BegunEvent<PoolClient>> {
+    const replay = options?.replay ?? false;
+    if (typeof replay !== 'boolean') {
+      throw new TypeError(
+        `pixhook: PostgresTransactions.begin(): replay must be true or false, got ${describeType(replay)}.`,
+      );
+    }
     const db = this.#db;
     db.maybePrune();
     const connection = await db.connect();
     try {
       await db.queryOn(connection, 'BEGIN', [], 'BEGIN');
       const lock = await db.queryOn<{ locked: boolean }>(connection, db.sql.lock, [this.#lockPrefix + eventId], 'lock');
-      const state = lock.rows[0]?.locked
-        ? (await db.queryOn<{ state: string }>(connection, db.sql.check, [eventId], 'check')).rows[0]?.state
-        : 'in-flight';
+      const locked = lock.rows[0]?.locked;
+      const state = !locked
+        ? 'in-flight'
+        : replay
+          ? undefined
+          : (await db.queryOn<{ state: string }>(connection, db.sql.check, [eventId], 'check')).rows[0]?.state;
       if (state === undefined) return this.#open(connection, eventId);
       await this.#end(connection, 'ROLLBACK');
       // A live `in-flight` row is a PostgresStore claim on the same table: another delivery runs it.

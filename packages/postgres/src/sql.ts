@@ -14,7 +14,8 @@ export interface TableName {
 /** Postgres truncates identifiers to 63 bytes; a longer name would silently name another table. */
 const MAX_IDENTIFIER_BYTES = 63;
 
-function identifier(owner: string, name: string, value: unknown): string {
+/** `value` as a quoted SQL identifier, or a TypeError/RangeError saying why it cannot be one. */
+export function identifier(owner: string, name: string, value: unknown): string {
   if (typeof value !== 'string' || value === '') {
     throw new TypeError(`pixhook: ${owner}: ${name} must be a non-empty string.`);
   }
