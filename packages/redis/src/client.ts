@@ -33,7 +33,10 @@ function describe(value: unknown): string {
  * Tells an ioredis client from a node-redis one and returns a uniform command sender.
  * ioredis also has a `sendCommand`, but one that takes its own `Command` objects, so `call` decides.
  */
-export function commandSender(client: unknown): { kind: ClientKind; send: SendCommand } {
+export function commandSender(
+  client: unknown,
+  owner: 'RedisStore' | 'RedisArchive' = 'RedisStore',
+): { kind: ClientKind; send: SendCommand } {
   const candidate =
     typeof client === 'object' && client !== null ? (client as Partial<IoRedisClientLike & NodeRedisClientLike>) : null;
   if (candidate && typeof candidate.call === 'function' && typeof candidate.status === 'string') {
@@ -47,7 +50,7 @@ export function commandSender(client: unknown): { kind: ClientKind; send: SendCo
   ) {
     // Its sendCommand takes (firstKey, isReadonly, args): ours would be misrouted.
     throw new TypeError(
-      'pixhook: RedisStore: node-redis cluster clients (createCluster) are not supported; pass a client from createClient(), or an ioredis client.',
+      `pixhook: ${owner}: node-redis cluster clients (createCluster) are not supported; pass a client from createClient(), or an ioredis client.`,
     );
   }
   if (candidate && typeof candidate.sendCommand === 'function' && typeof candidate.isOpen === 'boolean') {
@@ -55,6 +58,6 @@ export function commandSender(client: unknown): { kind: ClientKind; send: SendCo
     return { kind: 'node-redis', send: (args) => node.sendCommand(args) };
   }
   throw new TypeError(
-    `pixhook: RedisStore: the first argument must be an ioredis client (new Redis()) or a node-redis client (createClient() from 'redis'); got ${describe(client)}.`,
+    `pixhook: ${owner}: the first argument must be an ioredis client (new Redis()) or a node-redis client (createClient() from 'redis'); got ${describe(client)}.`,
   );
 }
