@@ -6,7 +6,7 @@ import {
   type WebhookQueue,
 } from '@pixhook/core';
 import { type ConnectionOptions, type Job, Queue } from 'bullmq';
-import { jobIdFor } from './job-id.js';
+import { deliveryJobId, jobIdFor } from './job-id.js';
 import {
   type BullMQQueueOptions,
   type ResolvedQueueOptions,
@@ -151,7 +151,7 @@ export class BullMQQueue implements WebhookQueue {
    * bounds it by `enqueueTimeoutMs`; you do not need to.
    */
   async enqueue(delivery: QueuedDelivery): Promise<void> {
-    await this.#queue.add(delivery.event.type, delivery, { jobId: jobIdFor(delivery.event.id) });
+    await this.#queue.add(delivery.event.type, delivery, { jobId: deliveryJobId(delivery.event.id, delivery.replay) });
   }
 
   /**

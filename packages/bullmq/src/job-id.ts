@@ -11,3 +11,16 @@ const READABLE = /^evt_[A-Za-z0-9_.-]{1,200}$/;
 export function jobIdFor(eventId: string): string {
   return READABLE.test(eventId) ? eventId : `sha256-${createHash('sha256').update(eventId).digest('hex')}`;
 }
+
+const REPLAY = /^[A-Za-z0-9-]{1,64}$/;
+
+/**
+ * The job id of a delivery: the event's (`jobIdFor`), or for a replay from the archive (whose
+ * `replay` is its own id) the event's followed by `-replay-<id>`, a new job. A replay id that is
+ * not a short UUID-like word is hashed.
+ */
+export function deliveryJobId(eventId: string, replay: string | undefined): string {
+  const id = jobIdFor(eventId);
+  if (replay === undefined) return id;
+  return `${id}-replay-${REPLAY.test(replay) ? replay : createHash('sha256').update(replay).digest('hex')}`;
+}

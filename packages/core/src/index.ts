@@ -1,3 +1,4 @@
+export type { ReplayManyOptions, ReplayOutcome, ReplayResult } from './modes/replay.js';
 export { WEBHOOKS_OPTION_NAMES, type WebhooksOptions } from './pipeline/options.js';
 export {
   bodyTimeout,
@@ -35,6 +36,8 @@ export {
   type ArchivedStep,
   type ArchiveEntry,
   type ArchiveMode,
+  type CheckedInboxQuery,
+  checkInboxQuery,
   INBOX_OUTCOMES,
   type InboxEvent,
   type InboxOutcome,
@@ -43,7 +46,9 @@ export {
   type InboxReader,
   type InboxSummary,
   type InboxTimelineEntry,
+  inboxCursor,
   isWebhookArchive,
+  MAX_INBOX_PAGE,
   outcomeAfter,
   type WebhookArchive,
 } from './seams/archive.js';
@@ -74,12 +79,14 @@ export {
   type IdempotencyStore,
 } from './seams/store.js';
 export {
+  type BeginOptions,
   type BegunEvent,
   type CommitReadBack,
   type EventTransactions,
   isEventTransactions,
   type OpenEvent,
 } from './seams/transactions.js';
+export { MemoryArchive, type MemoryArchiveOptions } from './stores/memory-archive.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export { assertKnownOptions, describeType } from './util/option-checks.js';
 export {

@@ -1,4 +1,5 @@
 import { processQueued } from './modes/queued.js';
+import { type ReplayManyOptions, type ReplayResult, replayEvent, replayMatching } from './modes/replay.js';
 import { headersOf, rawBytes } from './pipeline/admit.js';
 import { type ResolvedOptions, resolveOptions, type WebhooksOptions } from './pipeline/options.js';
 import { type PipelineHost, runPipeline } from './pipeline/pipeline.js';
@@ -13,6 +14,7 @@ import {
 } from './protocol/events.js';
 import { type HeadersInput, readDeliveryHeaders } from './protocol/headers.js';
 import { verifyDelivery, verifyDeliveryAnywhere } from './protocol/verify.js';
+import type { InboxQuery } from './seams/archive.js';
 import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './seams/context.js';
 import type { HandleInput, WebhookResponse } from './seams/handle-input.js';
 import type { WebhooksLogger } from './seams/logger.js';
@@ -57,6 +59,8 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
       handlersFor: (type) => this.#byType.get(type) ?? this.#any,
       reportError: (error, context) => this.#reportError(error, context as ErrorContext<TRequest>),
     };
+    // Replay requests from the CLI and the dashboard come through the archive.
+    this.#options.archive?.attach?.((eventId) => this.replay(eventId));
   }
 
   /** What `console.log(webhooks)` shows: the settings, never the secrets. */
@@ -183,6 +187,33 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    */
   process(delivery: QueuedDelivery, job: QueuedRun): Promise<void> {
     return processQueued(this.#host, delivery, job);
+  }
+
+  /**
+   * Runs an archived event's handlers again, from the bytes verified when it arrived (no new
+   * signature is needed), on purpose past the record that it was processed: a replay after an
+   * incident, once the bug is fixed. The run is written to the event's timeline in the archive, and
+   * handlers see `context.replay === true`. Inline, with a store: an event running right now (a
+   * delivery, another replay) is not run again (`running`). Transactional mode: in the event's
+   * transaction, as a delivery would be. Queued mode: written to the queue as a new job (`queued`),
+   * which a worker runs with its own attempts. Needs the `archive` option.
+   *
+   * @example
+   * const { outcome } = await webhooks.replay('evt_1a2b3c') // 'processed'
+   */
+  replay(eventId: string): Promise<ReplayResult> {
+    return replayEvent(this.#host, eventId);
+  }
+
+  /**
+   * `replay()` for every archived event that `query` matches (type, outcome, time range…), newest
+   * first and one after another, up to `max` (1000 by default). Resolves with each one's result.
+   *
+   * @example
+   * const results = await webhooks.replayMany({ type: 'image.created', outcome: 'failed', since: Date.parse('2026-11-25T08:00Z') })
+   */
+  replayMany(query: InboxQuery, options?: ReplayManyOptions): Promise<ReplayResult[]> {
+    return replayMatching(this.#host, query, options);
   }
 
   /**

@@ -8,7 +8,20 @@ import { createHash } from 'node:crypto';
  * @example pgBossJobIdFor('evt_123') // '…-…-8…-…-…', the same every time
  */
 export function pgBossJobIdFor(eventId: string): string {
-  const hash = createHash('sha256').update(`pixhook:${eventId}`, 'utf8').digest();
+  return uuidOf(`pixhook:${eventId}`);
+}
+
+/**
+ * The pg-boss job id of a delivery: the event's (`pgBossJobIdFor`), or for a replay from the
+ * archive (`QueuedDelivery.replay`, its own id) a new one, hashed from both ids under another
+ * prefix (in JSON, so that no pair of ids reads as another).
+ */
+export function deliveryJobId(eventId: string, replay: string | undefined): string {
+  return replay === undefined ? pgBossJobIdFor(eventId) : uuidOf(`pixhook-replay:${JSON.stringify([replay, eventId])}`);
+}
+
+function uuidOf(name: string): string {
+  const hash = createHash('sha256').update(name, 'utf8').digest();
   const bytes = hash.subarray(0, 16);
   bytes[6] = (bytes[6]! & 0x0f) | 0x80; // version 8
   bytes[8] = (bytes[8]! & 0x3f) | 0x80; // variant 10

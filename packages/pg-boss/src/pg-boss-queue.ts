@@ -6,7 +6,7 @@ import {
   type QueuedDelivery,
   type WebhookQueue,
 } from '@pixhook/core';
-import { isUuid, pgBossJobIdFor } from './job-id.js';
+import { deliveryJobId, isUuid, pgBossJobIdFor } from './job-id.js';
 import {
   type PgBossQueueOptions,
   type PgBossWorkerOptions,
@@ -235,7 +235,7 @@ export class PgBossQueue implements WebhookQueue {
   async enqueue(delivery: QueuedDelivery): Promise<void> {
     await this.#whenReady();
     const { name } = this.#options;
-    const id = pgBossJobIdFor(delivery.event.id);
+    const id = deliveryJobId(delivery.event.id, delivery.replay);
     // Looked up before sending: pg-boss's unique id covers its job table only, and a duplicate of an
     // archived job, once inserted, could be fetched by a polling worker before it was dropped again.
     // Left: a job archived in the moment between this lookup and the insert (12 h after it completed,

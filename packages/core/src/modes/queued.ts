@@ -1,6 +1,7 @@
 // Queued mode: in the request, the write of a verified delivery to the queue (enqueue); in a
 // worker, the run of a queued delivery's handlers (processQueued).
 import { WebhookVerificationError } from '../protocol/errors.js';
+import type { ArchivedRun, WebhookArchive } from '../seams/archive.js';
 import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
 import {
   callHandler,
@@ -20,6 +21,7 @@ import {
   rollbackFailed,
 } from '../seams/transactions.js';
 import { cancelDeadline, setDeadline } from '../util/deadlines.js';
+import { describeFailure, timedCall, writeEntry } from './archiving.js';
 import { type Outcome, QUEUED } from './outcome.js';
 import { beginEvent } from './store-protocol.js';
 
@@ -33,6 +35,9 @@ export interface QueueHost {
     readonly deliveryTimeoutMs?: number | undefined;
     /** Transactional mode: the worker runs each job's handlers in the event's transaction. */
     readonly transactions: EventTransactions | undefined;
+    /** Where each job's run is archived; undefined: nowhere. */
+    readonly archive?: WebhookArchive | undefined;
+    readonly now: () => number;
   };
   handlersFor(type: string): readonly AnyHandler[];
   reportError(error: WebhookVerificationError, context: ErrorContext): void;
@@ -97,8 +102,11 @@ function write(
     return { kind: 'rejected', error };
   };
   const traceContext = message?.traceContext;
-  const stored: QueuedDelivery =
-    traceContext === undefined ? { event, deliveryId, timestamp } : { event, deliveryId, timestamp, traceContext };
+  const replay = delivery.replay;
+  const stored: QueuedDelivery = { event, deliveryId, timestamp };
+  if (traceContext !== undefined)
+    (stored as { traceContext?: Readonly<Record<string, string>> }).traceContext = traceContext;
+  if (replay !== undefined) (stored as { replay?: string }).replay = replay;
   // A queue that throws synchronously, or returns something that is not a promise, is handled alike.
   const written = new Promise((resolve) => resolve(queue.enqueue(stored)));
   const limit = writeDeadline(host.options, startedAt);
@@ -192,12 +200,37 @@ async function runQueued(
   const handlers = host.handlersFor(event.type);
   const report = (error: WebhookVerificationError) =>
     host.reportError(error, { request: undefined, deliveryId, timestamp, event, job });
-  const transactions = host.options.transactions;
+  const { transactions, archive } = host.options;
+  // The job's entry in the archive, once it ends: its runs, timed as they end.
+  const runs: ArchivedRun[] | undefined = archive ? [] : undefined;
+  const started = performance.now();
+  const archived = (result: 'processed' | 'failed' | 'dead-letter', transaction?: unknown, cause?: unknown) =>
+    archive
+      ? writeEntry(
+          archive,
+          {
+            kind: 'job',
+            eventId: event.id,
+            eventType: event.type,
+            at: host.options.now(),
+            result,
+            jobId: job.jobId,
+            attempt: job.attempt,
+            maxAttempts: job.maxAttempts,
+            ms: performance.now() - started,
+            runs: runs ? runs.slice() : [],
+            ...(cause === undefined ? {} : { error: describeFailure(cause) }),
+          },
+          report,
+          transaction,
+        )
+      : Promise.resolve(false);
   let open: OpenEvent<unknown> | undefined;
   if (transactions !== undefined && handlers.length > 0) {
-    const begun = await beginEvent(transactions, event.id, event.type);
+    const begun = await beginEvent(transactions, event.id, event.type, delivery.replay !== undefined);
     if (begun.kind === 'completed') return;
     if (begun.kind === 'rejected') {
+      await archived(job.attempt >= job.maxAttempts ? 'dead-letter' : 'failed', undefined, begun.error);
       report(begun.error);
       throw begun.error;
     }
@@ -205,9 +238,13 @@ async function runQueued(
   }
   const context: HandlerContext = { deliveryId, timestamp, request: undefined, job };
   if (open) context.transaction = open.transaction;
+  if (delivery.replay !== undefined) context.replay = true;
   for (let i = 0; i < handlers.length; i++) {
     try {
-      await callHandler(handlers[i] as AnyHandler, i, event, context, trace);
+      const handler = handlers[i] as AnyHandler;
+      await (runs
+        ? timedCall(runs, handler, i, event, context, trace)
+        : callHandler(handler, i, event, context, trace));
     } catch (cause) {
       const held = open;
       if (held) {
@@ -216,6 +253,7 @@ async function runQueued(
         );
       }
       const last = job.attempt >= job.maxAttempts;
+      await archived(last ? 'dead-letter' : 'failed', undefined, cause);
       report(
         new WebhookVerificationError(
           'HANDLER_FAILED',
@@ -231,15 +269,20 @@ async function runQueued(
     }
   }
   if (open) {
+    // The job's entry commits with the event; a commit that fails is archived after it, as a failure.
+    await archived('processed', open.transaction);
     let answer: unknown;
     try {
       answer = await open.commit();
     } catch (cause) {
       const error = commitFailed(event.id, cause);
+      await archived(job.attempt >= job.maxAttempts ? 'dead-letter' : 'failed', undefined, error);
       report(error);
       throw error;
     }
     const lost = commitReadBack(event.id, answer);
     if (lost) report(lost);
+    return;
   }
+  await archived('processed');
 }

@@ -1,11 +1,13 @@
 import { WebhookVerificationError } from '../protocol/errors.js';
 import type { AnyEvent } from '../protocol/events.js';
+import type { WebhookArchive } from '../seams/archive.js';
 import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
 import { callHandler, type DeliveryMessage } from '../seams/diagnostics.js';
 import type { IdempotencyStore } from '../seams/store.js';
 import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } from '../seams/transactions.js';
 import { cancelDeadline, setDeadline } from '../util/deadlines.js';
 import { isThenable, type Maybe } from '../util/maybe.js';
+import { type DeliveryDraft, deliveryEntry, timedCall, writeEntry } from './archiving.js';
 import { DONE, DUPLICATE, type Outcome } from './outcome.js';
 import {
   beginEvent,
@@ -28,6 +30,9 @@ export interface RunOnceHost {
     readonly deliveryTimeoutMs: number | undefined;
     /** How long a run may hold its claim while its handlers have not settled; undefined: no bound. */
     readonly maxClaimMs: number | undefined;
+    /** Where verified deliveries are archived; undefined: nowhere. */
+    readonly archive?: WebhookArchive | undefined;
+    readonly now: () => number;
   };
   reportError(error: WebhookVerificationError, context: ErrorContext): void;
 }
@@ -45,6 +50,8 @@ interface Run {
   readonly startedAt: number;
   /** The delivery's trace message, when `pixhook:delivery` has subscribers. */
   readonly trace: DeliveryMessage | undefined;
+  /** The delivery's archive entry in the making, when there is an archive. */
+  readonly draft: DeliveryDraft | undefined;
 }
 
 /**
@@ -62,13 +69,14 @@ export function runOnce(
   context: HandlerContext,
   startedAt: number,
   trace?: DeliveryMessage,
+  draft?: DeliveryDraft,
 ): Maybe<Outcome> {
   const report = (error: WebhookVerificationError) => {
     // Made only when something is reported: most deliveries never need it.
     const { request, deliveryId, timestamp } = context;
     host.reportError(error, { request, deliveryId, timestamp, event } satisfies ErrorContext);
   };
-  const run: Run = { host, handlers, event, context, report, startedAt, trace };
+  const run: Run = { host, handlers, event, context, report, startedAt, trace, draft };
   const { store, transactions } = host.options;
   const claimed = transactions ? beginEvent(transactions, event.id, event.type) : claimEvent(store, event.id, report);
   return claimed instanceof Promise ? claimed.then((outcome) => afterClaim(run, outcome)) : afterClaim(run, claimed);
@@ -84,11 +92,11 @@ function afterClaim(given: Run, claimed: ClaimOutcome): Maybe<Outcome> {
   if (claimed.kind === 'rejected') return rejected(given, claimed.error);
   const claim = claimed;
   const run = claim.open ? { ...given, context: { ...given.context, transaction: claim.open.transaction } } : given;
-  const { handlers, event, context } = run;
+  const { handlers } = run;
   for (let i = 0; i < handlers.length; i++) {
     let result: unknown;
     try {
-      result = callHandler(handlers[i] as AnyHandler, i, event, context, run.trace);
+      result = call(run, i);
       // Reading `then` may throw too (a hostile getter): that is this handler failing.
       if (isThenable(result)) return underDeadline(run, claim, result, i + 1);
     } catch (cause) {
@@ -98,17 +106,40 @@ function afterClaim(given: Run, claimed: ClaimOutcome): Maybe<Outcome> {
   return succeeded(run, claim);
 }
 
+/** Runs the run's handler `i`, timed into the archive's entry when there is one. */
+function call(run: Run, i: number): unknown {
+  const { handlers, event, context, trace, draft } = run;
+  const handler = handlers[i] as AnyHandler;
+  return draft
+    ? timedCall(draft.runs, handler, i, event, context, trace)
+    : callHandler(handler, i, event, context, trace);
+}
+
+/**
+ * Transactional mode with an archive: the delivery's entry is written through the event's
+ * transaction, so it commits with the event. True when it was written.
+ */
+function archivedWith(run: Run, transaction: unknown): Promise<boolean> {
+  const { draft } = run;
+  const archive = run.host.options.archive;
+  if (!draft || !archive) return Promise.resolve(false);
+  return writeEntry(archive, deliveryEntry(draft, DONE, run.host.options.now()), run.report, transaction);
+}
+
 function succeeded(run: Run, claim: HeldClaim): Maybe<Outcome> {
   // Transactional mode: the commit keeps the handlers' writes and the record together, or neither.
   const open = claim.open;
   if (open) {
-    return new Promise<unknown>((resolve) => resolve(open.commit())).then(
-      (answer) => {
-        const lost = commitReadBack(claim.id, answer);
-        if (lost) run.report(lost);
-        return DONE;
-      },
-      (cause: unknown) => rejected(run, commitFailed(claim.id, cause)),
+    return archivedWith(run, open.transaction).then((archived) =>
+      new Promise<unknown>((resolve) => resolve(open.commit())).then(
+        (answer) => {
+          if (archived && run.draft) run.draft.committed = true;
+          const lost = commitReadBack(claim.id, answer);
+          if (lost) run.report(lost);
+          return DONE;
+        },
+        (cause: unknown) => rejected(run, commitFailed(claim.id, cause)),
+      ),
     );
   }
   const recorded = completeClaim(claim, run.report);
@@ -181,11 +212,11 @@ async function finishAsync(
   next: number,
   settle: () => void,
 ): Promise<Outcome> {
-  const { handlers, event, context } = run;
+  const { handlers } = run;
   try {
     await pending;
     for (let i = next; i < handlers.length; i++) {
-      await callHandler(handlers[i] as AnyHandler, i, event, context, run.trace);
+      await call(run, i);
     }
   } catch (cause) {
     settle();

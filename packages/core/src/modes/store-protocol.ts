@@ -39,6 +39,7 @@ export type ClaimOutcome =
 
 const NO_STORE: HeldClaim = { kind: 'claimed', store: undefined, memory: undefined, id: '', token: 0 };
 const COMPLETED: ClaimOutcome = { kind: 'completed' };
+const REPLAY = Object.freeze({ replay: true });
 
 // Claim tokens: unique across processes (a random prefix) and cheap per request (a counter). A
 // MemoryStore lives in this process only: its tokens are the counter alone, a number (no string).
@@ -90,11 +91,19 @@ export function claimEvent(store: IdempotencyStore | false, eventId: string, rep
 /**
  * Transactional mode: opens the event's transaction with `transactions.begin`. A failure, or an
  * answer that is none of the three, is `STORE_UNAVAILABLE`; an event another transaction holds is
- * `IN_FLIGHT`. Always a promise: a database is never synchronous. Traced on `pixhook:transaction`
+ * `IN_FLIGHT`. With `replay`, asks to open it even for an event processed before (a replay from the
+ * archive). Always a promise: a database is never synchronous. Traced on `pixhook:transaction`
  * when someone subscribes, from BEGIN to COMMIT or ROLLBACK.
  */
-export function beginEvent(transactions: EventTransactions, eventId: string, eventType = ''): Promise<ClaimOutcome> {
-  const begun = new Promise<unknown>((resolve) => resolve(transactions.begin(eventId)))
+export function beginEvent(
+  transactions: EventTransactions,
+  eventId: string,
+  eventType = '',
+  replay = false,
+): Promise<ClaimOutcome> {
+  const begun = new Promise<unknown>((resolve) =>
+    resolve(replay ? transactions.begin(eventId, REPLAY) : transactions.begin(eventId)),
+  )
     .then((answer): ClaimOutcome => {
       const begun = checkBegun(answer);
       if (begun.state === 'completed') return COMPLETED;

@@ -1,4 +1,5 @@
 import { resolveSecrets } from '../protocol/secrets.js';
+import { isWebhookArchive, type WebhookArchive } from '../seams/archive.js';
 import { isWebhooksLogger, type WebhooksLogger } from '../seams/logger.js';
 import { isWebhookQueue, type WebhookQueue } from '../seams/queue.js';
 import { type IdempotencyStore, isIdempotencyStore } from '../seams/store.js';
@@ -108,6 +109,19 @@ export interface WebhooksOptions<TTransaction = unknown> {
    * @default one line on `console.error` per failure, then its cause
    */
   logger?: WebhooksLogger;
+  /**
+   * The inbox: every verified delivery is kept (its exact bytes, its headers, the answer and the
+   * handlers' runs), with what became of its event afterwards (queue jobs, dead letters, replays),
+   * for the retention the archive is given (`new PostgresArchive(pool)` from `@pixhook/postgres`,
+   * `new RedisArchive(redis)` from `@pixhook/redis`). Read it with `pixhook inbox` and `pixhook
+   * dashboard`; run events again with `webhooks.replay()`. Requests refused before their signature
+   * was verified are never kept. The entry is written once the answer is known, before it is sent
+   * (transactional mode: in the event's transaction, so it commits with it); a write that fails or
+   * takes longer than the archive's `writeTimeoutMs` is told to `onError` as `ARCHIVE_FAILED` and
+   * changes no answer. Give the same archive to the workers' `Webhooks` in queued mode.
+   * @default undefined (nothing kept)
+   */
+  archive?: WebhookArchive;
 }
 
 /** Options after validation. */
@@ -133,6 +147,8 @@ export interface ResolvedOptions {
   now: () => number;
   /** undefined: the default line on `console.error`. */
   logger: WebhooksLogger | undefined;
+  /** undefined: nothing archived. */
+  archive: WebhookArchive | undefined;
 }
 
 /**
@@ -152,6 +168,7 @@ export const WEBHOOKS_OPTION_NAMES = [
   'maxClaimMs',
   'now',
   'logger',
+  'archive',
 ] as const satisfies readonly (keyof WebhooksOptions<unknown>)[];
 
 function deadline(value: unknown, fallback: number, name: string): number | undefined {
@@ -259,6 +276,12 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
       `pixhook: logger must have error(fields, message) and warn(fields, message) methods (pino, fastify.log, or nestLogger() of @pixhook/nestjs); got ${describeType(logger)}.`,
     );
   }
+  const archive = options.archive;
+  if (archive !== undefined && !isWebhookArchive(archive)) {
+    throw new TypeError(
+      `pixhook: archive must have a record() method (a WebhookArchive such as @pixhook/postgres' PostgresArchive or @pixhook/redis' RedisArchive); got ${describeType(archive)}.`,
+    );
+  }
   const bodyTimeoutMs = deadline(options.bodyTimeoutMs, 5_000, 'bodyTimeoutMs');
   const handlerTimeoutMs = deadline(options.handlerTimeoutMs, 8_000, 'handlerTimeoutMs');
   const deliveryTimeoutMs = deadline(options.deliveryTimeoutMs, 8_000, 'deliveryTimeoutMs');
@@ -279,5 +302,6 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
     maxClaimMs,
     now,
     logger,
+    archive,
   };
 }

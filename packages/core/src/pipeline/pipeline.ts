@@ -1,5 +1,8 @@
+import { type DeliveryDraft, deliveryEntry, recordedHeaders, writeEntry } from '../modes/archiving.js';
+import { DONE, type Outcome } from '../modes/outcome.js';
 import { enqueue } from '../modes/queued.js';
 import { runOnce } from '../modes/run-once.js';
+import { toBytes } from '../protocol/crypto.js';
 import { endpointAtRisk, isWebhookVerificationError, WebhookVerificationError } from '../protocol/errors.js';
 import { type DeliveryHeaders, readDeliveryHeaders } from '../protocol/headers.js';
 import { estimateAttempt } from '../protocol/retry-schedule.js';
@@ -84,9 +87,12 @@ function pipeline(
   // The headers are read once, here: everything after uses what was read.
   let headers: DeliveryHeaders | undefined;
   let raw: unknown;
+  // With an archive, the request's headers as received are kept for it.
+  let received: unknown;
   try {
     const given = (typeof input === 'object' && input !== null ? input : {}) as HandleInput;
     request = given.request;
+    if (host.options.archive) received = given.headers;
     headers = readDeliveryHeaders(headersOf(given.headers), true);
     if (trace) trace.deliveryId = headers.delivery;
     checkMethod(given.method);
@@ -95,10 +101,10 @@ function pipeline(
     return Promise.resolve(refused(host, cause, request, headers));
   }
   const read = headers;
-  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, read, request, startedAt, trace));
+  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, read, request, startedAt, trace, received));
   const limit = host.options.maxBodyBytes;
   return Promise.resolve(raw).then(
-    (body) => proceed(host, body, read, request, startedAt, trace),
+    (body) => proceed(host, body, read, request, startedAt, trace, received),
     (cause: unknown) => refused(host, readFailure(cause, limit), request, read),
   );
 }
@@ -111,6 +117,7 @@ function proceed(
   request: unknown,
   startedAt: number,
   trace: DeliveryMessage | undefined,
+  received: unknown,
 ): Maybe<WebhookResponse> {
   const verifying = trace ? performance.now() : 0;
   let delivery: Maybe<VerifiedDelivery>;
@@ -122,14 +129,73 @@ function proceed(
   }
   if (delivery instanceof Promise) {
     return delivery.then(
-      (verified) => answerFor(host, verified, request, startedAt, trace && traced(trace, verified, verifying)),
+      (verified) =>
+        answerFor(
+          host,
+          verified,
+          request,
+          startedAt,
+          trace && traced(trace, verified, verifying),
+          host.options.archive && draftOf(host, verified, raw, received, startedAt),
+        ),
       (cause: unknown) => {
         if (trace) trace.verifyMs = performance.now() - verifying;
         return refused(host, cause, request, headers);
       },
     );
   }
-  return answerFor(host, delivery, request, startedAt, trace && traced(trace, delivery, verifying));
+  return answerFor(
+    host,
+    delivery,
+    request,
+    startedAt,
+    trace && traced(trace, delivery, verifying),
+    host.options.archive && draftOf(host, delivery, raw, received, startedAt),
+  );
+}
+
+/** With an archive: the entry of a verified delivery, to be completed with its outcome. */
+function draftOf(
+  host: PipelineHost,
+  delivery: VerifiedDelivery,
+  raw: unknown,
+  received: unknown,
+  startedAt: number,
+): DeliveryDraft {
+  const { queue, transactions } = host.options;
+  return {
+    delivery,
+    body: toBytes(raw as Uint8Array | string),
+    headers: recordedHeaders(received),
+    mode: queue !== undefined ? 'queued' : transactions !== undefined ? 'transactional' : 'inline',
+    startedAt,
+    runs: [],
+    committed: false,
+  };
+}
+
+/**
+ * Writes the delivery's entry to the archive once its outcome is known, before the answer, within
+ * what is left of the delivery's budget; then gives the outcome back unchanged. Never rejects.
+ */
+function archived(
+  host: PipelineHost,
+  draft: DeliveryDraft | undefined,
+  outcome: Outcome,
+  request: unknown,
+): Maybe<Outcome> {
+  const archive = host.options.archive;
+  if (!draft || !archive || draft.committed) return outcome;
+  const { event, deliveryId, timestamp } = draft.delivery;
+  const budget = host.options.deliveryTimeoutMs;
+  const left = budget === undefined ? undefined : budget - (performance.now() - draft.startedAt);
+  return writeEntry(
+    archive,
+    deliveryEntry(draft, outcome, host.options.now()),
+    (error) => host.reportError(error, { request, deliveryId, timestamp, event }),
+    undefined,
+    left,
+  ).then(() => outcome);
 }
 
 /** The trace of a verified delivery: what the signed data says, and how long verifying took. */
@@ -151,10 +217,11 @@ function answerFor(
   request: unknown,
   startedAt: number,
   trace: DeliveryMessage | undefined,
+  draft: DeliveryDraft | undefined,
 ): Maybe<WebhookResponse> {
   let answered: Maybe<WebhookResponse>;
   try {
-    answered = runAndAnswer(host, delivery, request, startedAt, trace);
+    answered = runAndAnswer(host, delivery, request, startedAt, trace, draft);
   } catch (cause) {
     return lastChance(host, delivery, request, failedUnexpectedly(host, cause, request), trace);
   }
@@ -230,15 +297,24 @@ function runAndAnswer(
   request: unknown,
   startedAt: number,
   trace: DeliveryMessage | undefined,
+  draft: DeliveryDraft | undefined,
 ): Maybe<WebhookResponse> {
   const queue = host.options.queue;
   // Queued mode: every verified event is queued, handlers or not here (a receiver often has none:
   // they are registered in the workers).
-  if (queue !== undefined) return enqueue(host, queue, delivery, request, startedAt, trace).then(answerOutcome);
+  if (queue !== undefined) {
+    const queued = enqueue(host, queue, delivery, request, startedAt, trace);
+    return (draft ? queued.then((outcome) => archived(host, draft, outcome, request)) : queued).then(answerOutcome);
+  }
   const { event, deliveryId, timestamp } = delivery;
   const handlers = host.handlersFor(event.type);
   // Nothing to run: acknowledge without a round trip to the store.
-  if (handlers.length === 0) return ok(false);
-  const outcome = runOnce(host, handlers, event, { deliveryId, timestamp, request }, startedAt, trace);
+  if (handlers.length === 0)
+    return draft ? Promise.resolve(archived(host, draft, DONE, request)).then(answerOutcome) : ok(false);
+  const outcome = runOnce(host, handlers, event, { deliveryId, timestamp, request }, startedAt, trace, draft);
+  if (draft)
+    return Promise.resolve(outcome)
+      .then((done) => archived(host, draft, done, request))
+      .then(answerOutcome);
   return outcome instanceof Promise ? outcome.then(answerOutcome) : answerOutcome(outcome);
 }

@@ -40,6 +40,12 @@ export const ERROR_STATUS = {
    * last two attempts of a delivery, so one more failure auto-disables the endpoint.
    */
   ENDPOINT_AT_RISK: 500,
+  /**
+   * Never an answer: told to `onError` only, when the `archive` could not record a verified
+   * delivery or a job's run in time (it failed, or took longer than its `writeTimeoutMs`). The
+   * event was answered and processed as it would have been without an archive.
+   */
+  ARCHIVE_FAILED: 500,
 } as const;
 
 /** A pixhook error code, e.g. `'SIGNATURE_MISMATCH'`. */

@@ -210,3 +210,89 @@ export interface InboxReader {
 export function isWebhookArchive(value: unknown): value is WebhookArchive {
   return typeof value === 'object' && value !== null && typeof (value as WebhookArchive).record === 'function';
 }
+
+/** An `InboxQuery` checked, with its default limit and its cursor read. */
+export interface CheckedInboxQuery {
+  readonly type: string | undefined;
+  readonly outcome: InboxOutcome | undefined;
+  readonly since: number | undefined;
+  readonly until: number | undefined;
+  readonly eventId: string | undefined;
+  readonly deliveryId: string | undefined;
+  readonly limit: number;
+  /** Where the page starts: items strictly after this (lastAt, eventId) in the list's order. */
+  readonly after: { readonly lastAt: number; readonly eventId: string } | undefined;
+}
+
+/** The largest page. */
+export const MAX_INBOX_PAGE = 500;
+
+function optionalString(query: Record<string, unknown>, name: string): string | undefined {
+  const value = query[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '' || value.length > 1000) {
+    throw new TypeError(`pixhook: inbox query: ${name} must be a non-empty string of at most 1000 characters.`);
+  }
+  return value;
+}
+
+function optionalTime(query: Record<string, unknown>, name: string): number | undefined {
+  const value = query[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new TypeError(`pixhook: inbox query: ${name} must be a time in milliseconds since the epoch.`);
+  }
+  return value;
+}
+
+/** The cursor of the page that starts after the event at (`lastAt`, `eventId`). */
+export function inboxCursor(lastAt: number, eventId: string): string {
+  let binary = '';
+  for (const byte of new TextEncoder().encode(JSON.stringify([lastAt, eventId]))) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+}
+
+function readCursor(cursor: unknown): CheckedInboxQuery['after'] {
+  if (cursor === undefined) return undefined;
+  const bad = () =>
+    new TypeError('pixhook: inbox query: cursor is not a page cursor of this inbox (pass a page’s next as it is).');
+  if (typeof cursor !== 'string' || cursor.length > 3000 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
+  let value: unknown;
+  try {
+    const binary = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'));
+    const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    throw bad();
+  }
+  if (!Array.isArray(value) || value.length !== 2 || !Number.isSafeInteger(value[0]) || typeof value[1] !== 'string') {
+    throw bad();
+  }
+  return { lastAt: value[0] as number, eventId: value[1] as string };
+}
+
+/** Checks an `InboxQuery` (a `pixhook: ` TypeError for anything wrong in it) and fills in its defaults. */
+export function checkInboxQuery(query: InboxQuery | undefined): CheckedInboxQuery {
+  if (query !== undefined && (typeof query !== 'object' || query === null)) {
+    throw new TypeError('pixhook: inbox query must be an object.');
+  }
+  const given = (query ?? {}) as Record<string, unknown>;
+  const outcome = given.outcome;
+  if (outcome !== undefined && !INBOX_OUTCOMES.includes(outcome as InboxOutcome)) {
+    throw new TypeError(`pixhook: inbox query: outcome must be one of ${INBOX_OUTCOMES.join(', ')}.`);
+  }
+  const limit = given.limit ?? 50;
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_INBOX_PAGE) {
+    throw new TypeError(`pixhook: inbox query: limit must be a whole number from 1 to ${MAX_INBOX_PAGE}.`);
+  }
+  return {
+    type: optionalString(given, 'type'),
+    outcome: outcome as InboxOutcome | undefined,
+    since: optionalTime(given, 'since'),
+    until: optionalTime(given, 'until'),
+    eventId: optionalString(given, 'eventId'),
+    deliveryId: optionalString(given, 'deliveryId'),
+    limit,
+    after: readCursor(given.cursor),
+  };
+}

@@ -21,6 +21,11 @@ export interface HandlerContext<TRequest = unknown> {
    * `TransactionalHandlerContext`, which transactional handlers receive.
    */
   transaction?: unknown;
+  /**
+   * True when the handlers run because someone asked for a replay from the archive
+   * (`webhooks.replay()`, `pixhook inbox replay`, the dashboard), not because the service delivered.
+   */
+  replay?: boolean;
 }
 
 /**

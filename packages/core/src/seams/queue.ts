@@ -20,6 +20,12 @@ export interface QueuedDelivery {
    * Absent when nothing traces.
    */
   readonly traceContext?: Readonly<Record<string, string>>;
+  /**
+   * Set on a replay from the archive (`webhooks.replay()`): an id unique to this replay, so the
+   * engine stores it as a new job (its own job id) instead of finding the event's first job, and
+   * the handlers run again. Absent on deliveries.
+   */
+  readonly replay?: string;
 }
 
 /**

@@ -27,7 +27,18 @@ export interface EventTransactions<TTransaction = unknown> {
    * already processed (answered 200, handlers not run). Must close any transaction it opened before
    * answering those two. Rejecting answers 503 `STORE_UNAVAILABLE`.
    */
-  begin(eventId: string): Promise<BegunEvent<TTransaction>>;
+  begin(eventId: string, options?: BeginOptions): Promise<BegunEvent<TTransaction>>;
+}
+
+/** What `EventTransactions.begin` is asked besides the event id. */
+export interface BeginOptions {
+  /**
+   * A replay from the archive (`webhooks.replay()`): take the lock as usual, but open the
+   * transaction even when the event was processed before, so its handlers run again and the commit
+   * records it again. An implementation that does not know this option answers `'completed'` for a
+   * processed event, and the replay says so.
+   */
+  readonly replay?: boolean;
 }
 
 /** What `EventTransactions.begin` answers. */
