@@ -38,7 +38,7 @@ export interface RunOptions {
   secret?: string | null;
   /** Written to stdin, then closed. */
   input?: string | Uint8Array;
-  /** More environment variables, e.g. REDIS_URL (which is otherwise left unset). */
+  /** More environment variables, e.g. REDIS_URL or DATABASE_URL (which are otherwise left unset). */
   env?: Record<string, string>;
 }
 
@@ -47,6 +47,7 @@ function environment(secret: string | null, extra: Record<string, string> = {}):
   delete env.FORCE_COLOR;
   delete env.PIXHOOK_SECRET;
   delete env.REDIS_URL;
+  delete env.DATABASE_URL;
   if (secret !== null) env.PIXHOOK_SECRET = secret;
   return { ...env, ...extra };
 }

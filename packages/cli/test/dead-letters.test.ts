@@ -3,13 +3,17 @@
  * for real, by a Webhooks in queued mode whose handler throws, run by a BullMQQueue worker.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { dirname, join } from 'node:path';
 import { BullMQQueue } from '@pixhook/bullmq';
 import { type AnyEvent, Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { PgBossQueue } from '@pixhook/pg-boss';
 import { CLI, ensureBuilt, run, SECRET } from '@pixhook/test-helpers/cli';
+import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
+import PgBoss from 'pg-boss';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 
 // What a terminal acts on instead of showing: C0 but the line feed, DEL, C1 (0x9b is CSI), bidi controls.
@@ -360,10 +364,199 @@ describeWithRedis('pixhook dead-letters', () => {
     }
   }, 60_000);
 
-  test('only the dead-letters commands load @pixhook/bullmq, with a dynamic import', () => {
-    const built = readFileSync(CLI, 'utf8');
-    expect(built).toContain('await import("@pixhook/bullmq")');
+  test('only the dead-letters commands load @pixhook/bullmq and @pixhook/pg-boss, with a dynamic import', () => {
+    // The binary and the chunks it imports (the commands share io/production.ts with the library).
+    const dist = dirname(CLI);
+    const built = readdirSync(dist)
+      .filter((file) => file.endsWith('.js'))
+      .map((file) => readFileSync(join(dist, file), 'utf8'))
+      .join('\n');
+    expect(built).toContain('import("@pixhook/bullmq")');
+    expect(built).toContain('import("@pixhook/pg-boss")');
     expect(built).not.toMatch(/^import\b[^;]*["']@pixhook\/bullmq["']/m);
-    expect(built).not.toMatch(/from ["']bullmq["']|require\(["'](bullmq|ioredis)["']\)/);
+    expect(built).not.toMatch(/^import\b[^;]*["']@pixhook\/pg-boss["']/m);
+    expect(built).not.toMatch(/from ["'](bullmq|pg-boss)["']|require\(["'](bullmq|ioredis)["']\)/);
   });
+});
+
+describeWithPostgres('pixhook dead-letters --postgres (pg-boss)', () => {
+  let postgres: PostgresServer;
+  let boss: PgBoss;
+  const pgQueues: PgBossQueue[] = [];
+
+  beforeAll(async () => {
+    postgres = await startPostgresServer();
+    boss = new PgBoss({ connectionString: postgres.url, schedule: false, supervise: false, max: 5 });
+    boss.on('error', () => {});
+    await boss.start();
+  }, 120_000);
+  afterEach(async () => {
+    await Promise.all(pgQueues.splice(0).map((queue) => queue.close()));
+  });
+  afterAll(async () => {
+    await boss?.stop({ graceful: false });
+    await postgres?.close();
+  });
+
+  /** As `deadLetters` above, on pg-boss: one attempt, a handler that throws, a dead letter per event. */
+  async function pgBossDeadLetters(events: AnyEvent[], message = 'billing API down') {
+    const name = `cli-dead-letters-${randomUUID().slice(0, 8)}`;
+    const queue = new PgBossQueue(boss, { name, attempts: 1 });
+    pgQueues.push(queue);
+    const state = { failing: true, runs: [] as string[] };
+    const webhooks = new Webhooks({ secret: SECRET, queue });
+    webhooks.onError(() => {});
+    webhooks.onAny((event) => {
+      state.runs.push(event.id);
+      if (state.failing) throw new Error(message);
+    });
+    for (const event of events) {
+      const { headers, body } = createSignedRequest(event, { secret: SECRET });
+      expect((await webhooks.handle({ method: 'POST', headers, body })).status).toBe(202);
+    }
+    const worker = queue.startWorker(webhooks, { pollingIntervalMs: 100 });
+    await until(async () => (await queue.countDeadLetters()) === events.length, 'the dead letters');
+    await worker.close();
+    return { queue, webhooks, state, name, args: ['--postgres', postgres.url, '--queue', name] };
+  }
+
+  test('list, show, --json, and DATABASE_URL with --postgres alone', async () => {
+    const events = [createTestEvent('image.created'), createTestEvent('quota.warned')];
+    const { args, name, queue } = await pgBossDeadLetters(events);
+    const [text, json, show, showJson, fromEnv] = await Promise.all([
+      run(['dead-letters', 'list', ...args]),
+      run(['dead-letters', 'list', ...args, '--json']),
+      run(['dead-letters', 'show', events[0]?.id as string, ...args]),
+      run(['dead-letters', 'show', events[0]?.id as string, ...args, '--json']),
+      run(['dead-letters', 'list', '--postgres', '--queue', name, '--json'], { env: { DATABASE_URL: postgres.url } }),
+    ]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain(`2 dead letters in pg-boss queue ${name} (schema pgboss) on ${postgres.url}`);
+    expect(text.stdout).toMatch(/JOB ID +EVENT TYPE +EVENT ID +ATTEMPTS +FAILED AT +LAST ERROR/);
+    for (const event of events) {
+      expect(text.stdout).toMatch(new RegExp(`[0-9a-f-]{36} +${event.type.replace('.', '\\.')} +${event.id} +1 +`));
+    }
+    expect(json.code, json.stderr).toBe(0);
+    const letters = parse<JsonDeadLetter[]>(json.stdout);
+    expect(letters.map((letter) => letter.eventId).sort()).toEqual(events.map((event) => event.id).sort());
+    expect(letters.every((letter) => letter.error === 'billing API down' && letter.attemptsMade === 1)).toBe(true);
+    expect(letters.find((letter) => letter.eventId === events[0]?.id)?.delivery?.event).toEqual(events[0]);
+
+    expect(show.code, show.stderr).toBe(0);
+    const jobId = (await queue.getDeadLetter(events[0]?.id as string))?.jobId as string;
+    expect(show.stdout).toContain(`Dead letter ${jobId} in pg-boss queue ${name}`);
+    expect(show.stdout).toMatch(/event type +image\.created/);
+    expect(show.stdout).toContain('Last error\n  billing API down\n');
+    expect(show.stdout).toMatch(/Stack\n {2}Error: billing API down\n/);
+    expect(parse<JsonDeadLetter>(showJson.stdout)).toMatchObject({
+      jobId,
+      eventId: events[0]?.id,
+      type: 'image.created',
+    });
+
+    expect(fromEnv.code, fromEnv.stderr).toBe(0);
+    expect(parse<JsonDeadLetter[]>(fromEnv.stdout)).toHaveLength(2);
+  });
+
+  test('retry <event id> runs it again once; discard <id>, discard --all --yes, retry --all', async () => {
+    const events = [
+      createTestEvent('image.created'),
+      createTestEvent('image.deleted'),
+      createTestEvent('quota.warned'),
+    ];
+    const { args, queue, webhooks, state } = await pgBossDeadLetters(events);
+    state.failing = false;
+    const retried = await run(['dead-letters', 'retry', events[0]?.id as string, ...args]);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toContain(`✓ ${events[0]?.id} (job `);
+    expect(retried.stdout).toContain('queued again with all its attempts anew');
+    expect(await queue.countDeadLetters()).toBe(2);
+    const worker = queue.startWorker(webhooks, { pollingIntervalMs: 100 });
+    await until(() => state.runs.filter((id) => id === events[0]?.id).length === 2, 'the retried job');
+    await worker.close();
+
+    const discarded = await run(['dead-letters', 'discard', events[1]?.id as string, ...args]);
+    expect(discarded.code, discarded.stderr).toBe(0);
+    expect(discarded.stdout).toContain(`✓ ${events[1]?.id} (job `);
+    expect(await queue.countDeadLetters()).toBe(1);
+
+    const again = await run(['dead-letters', 'discard', events[1]?.id as string, ...args]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`No dead letter "${events[1]?.id}" in pg-boss queue`);
+
+    const refused = await run(['dead-letters', 'discard', '--all', ...args]);
+    expect(refused.code).toBe(2);
+    const all = await run(['dead-letters', 'discard', '--all', '--yes', ...args]);
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toContain('✓ 1 dead letter discarded');
+    expect(await queue.countDeadLetters()).toBe(0);
+
+    const none = await run(['dead-letters', 'retry', '--all', ...args]);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout).toContain('No dead letters to retry in pg-boss queue');
+  });
+
+  test('bad options exit 2 with a clear message; a missing queue, schema or server exit 1; never the password', async () => {
+    const { name } = await pgBossDeadLetters([createTestEvent('image.created')]);
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const downPort = (free.address() as AddressInfo).port;
+    await new Promise((resolve) => free.close(resolve));
+    const port = new URL(postgres.url).port;
+    const cases: [string[], number, string, Record<string, string>?][] = [
+      [['dead-letters', 'list', '--postgres'], 2, '--postgres without a URL reads DATABASE_URL, which is not set'],
+      [
+        ['dead-letters', 'list', '--postgres', 'mysql://root:s3cret@127.0.0.1/db'],
+        2,
+        'must be a postgres:// or postgresql:// URL, not mysql://',
+      ],
+      [['dead-letters', 'list', '--postgres', 'not a url s3cret'], 2, '--postgres (or DATABASE_URL) is not a URL'],
+      [
+        ['dead-letters', 'list', '--postgres', postgres.url, '--redis', 'redis://127.0.0.1:1'],
+        2,
+        'Give --postgres (pg-boss) or --redis (BullMQ), not both.',
+      ],
+      [['dead-letters', 'list', '--postgres', postgres.url, '--prefix', 'x'], 2, "--prefix is BullMQ's"],
+      [['dead-letters', 'list', '--schema', 'x'], 2, "--schema is pg-boss's: use it with --postgres."],
+      [
+        ['dead-letters', 'list', '--postgres', postgres.url, '--queue', 'no/such'],
+        2,
+        "--queue: a pg-boss queue's name",
+      ],
+      [
+        ['dead-letters', 'list', '--postgres', postgres.url, '--schema', '1x;drop'],
+        2,
+        '--schema: expected a Postgres identifier',
+      ],
+      [
+        ['dead-letters', 'list', '--postgres', postgres.url, '--queue', 'no-such-queue'],
+        1,
+        `There is no pg-boss queue no-such-queue in schema pgboss on Postgres at ${postgres.url}`,
+      ],
+      [
+        ['dead-letters', 'list', '--postgres', postgres.url, '--queue', name, '--schema', 'elsewhere'],
+        1,
+        'pg-boss is not installed in schema elsewhere',
+      ],
+      [
+        ['dead-letters', 'list', '--postgres', `postgres://app:s3cret@127.0.0.1:${downPort}/app`],
+        1,
+        `Cannot reach Postgres at postgres://app:***@127.0.0.1:${downPort}/app: nothing accepts connections`,
+      ],
+      [
+        ['dead-letters', 'list', '--postgres', '--queue', name],
+        1,
+        `Postgres at postgres://nobody:***@127.0.0.1:${port}/postgres`,
+        { DATABASE_URL: `postgres://nobody:s3cret@127.0.0.1:${port}/postgres` },
+      ],
+    ];
+    const results = await Promise.all(cases.map(([args, , , env]) => run(args, env ? { env } : {})));
+    results.forEach((result, index) => {
+      const [args, code, message] = cases[index] as (typeof cases)[number];
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(code);
+      expect(result.stderr).toMatch(/^pixhook: /);
+      expect(result.stderr).toContain(message);
+      expect(result.stdout + result.stderr).not.toContain('s3cret');
+    });
+  }, 60_000);
 });

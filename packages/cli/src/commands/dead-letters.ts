@@ -1,27 +1,30 @@
-// Types only: @pixhook/bullmq (and BullMQ, ioredis) is an optional peer dependency, imported when a
-// dead-letters command runs (loadBullMQ), so that the other commands neither load nor need it.
-import type { BullMQQueue, DeadLetter } from '@pixhook/bullmq';
+// @pixhook/bullmq (BullMQ, ioredis) and @pixhook/pg-boss (pg-boss) are optional peer dependencies,
+// imported when a dead-letters command runs (io/production.ts), so that the other commands neither
+// load nor need them.
+import type { DeadLetter } from '@pixhook/core';
 import { type Command, Option } from 'commander';
 import { FailedError, UsageError } from '../io/errors.js';
 import { escapeText, safeJson } from '../io/escape.js';
 import { nonNegativeInteger, positiveInteger } from '../io/options.js';
 import { pc, printJson } from '../io/output.js';
 import {
-  DEFAULT_REDIS_URL,
-  describeRedisError,
-  ONE_SHOT_CONNECTION,
-  parseRedisUrl,
-  queueName,
-  REDIS_TIMEOUT_MS,
-  RedisTimeoutError,
-  type RedisUrl,
-} from '../io/redis.js';
+  DEFAULT_BULLMQ_PREFIX,
+  DEFAULT_PGBOSS_SCHEMA,
+  DEFAULT_QUEUE,
+  type OpenedDeadLetters,
+  openDeadLetters,
+} from '../io/production.js';
+import { DEFAULT_REDIS_URL, queueName } from '../io/redis.js';
+import { firstLine, indented, iso, isoSeconds, plural, table } from '../io/table.js';
 
 /** Options every dead-letters subcommand takes: where the queue is. */
 interface QueueOptions {
   redis: string;
+  /** `true`: --postgres with no URL, DATABASE_URL says. */
+  postgres?: string | true;
   queue: string;
   prefix: string;
+  schema: string;
 }
 
 interface ListOptions extends QueueOptions {
@@ -43,22 +46,22 @@ interface DiscardOptions extends QueueOptions {
   yes?: boolean;
 }
 
-const DEFAULT_QUEUE = 'pixhook-webhooks';
-const DEFAULT_PREFIX = 'bull';
 /** Characters of the last error shown in `list`: its first line, cut to this. */
 const ERROR_WIDTH = 60;
-/** How long closing the queue may take before the process stops anyway (a stalled Redis). */
-const CLOSE_TIMEOUT_MS = 200;
 
-const EXIT_CODES = 'Exit code: 0 when done, 1 when there is no such dead letter or Redis fails, 2 for bad options.';
+const EXIT_CODES =
+  'Exit code: 0 when done, 1 when there is no such dead letter or Redis (Postgres) fails, 2 for bad options.';
 
 const EXAMPLES = `
-With queued processing (@pixhook/bullmq), an event whose handlers failed on every attempt is kept
-in Redis as a dead letter: list them, look at one, run them again with all their attempts, or
-discard them. A dead letter is named by its BullMQ job id or by its event id.
+With queued processing (@pixhook/bullmq or @pixhook/pg-boss), an event whose handlers failed on
+every attempt is kept as a dead letter: list them, look at one, run them again with all their
+attempts, or discard them. A dead letter is named by its job id or by its event id.
 
-Redis comes from --redis, else the REDIS_URL environment variable, else ${DEFAULT_REDIS_URL};
-its password is never printed. Use the queue name and prefix your BullMQQueue was created with.
+BullMQ: Redis comes from --redis, else the REDIS_URL environment variable, else ${DEFAULT_REDIS_URL}.
+Use the queue name and prefix your BullMQQueue was created with.
+pg-boss: --postgres <url>, or --postgres alone to read the DATABASE_URL environment variable. Use
+the queue name your PgBossQueue was created with, and --schema if your PgBoss has another schema.
+A connection string's password is never printed.
 
 Examples:
   $ export REDIS_URL=redis://:password@redis.internal:6379
@@ -69,29 +72,41 @@ Examples:
   $ pixhook dead-letters discard evt_1a2b3c
   $ pixhook dead-letters discard --all --yes
   $ pixhook dead-letters list --queue billing-webhooks --json | jq -r '.[].eventId'
+  $ export DATABASE_URL=postgres://app:password@db.internal:5432/app
+  $ pixhook dead-letters list --postgres                    # pg-boss, on DATABASE_URL
+  $ pixhook dead-letters retry evt_1a2b3c --postgres --queue billing-webhooks
 
 ${EXIT_CODES}`;
 
-/** `--redis`, `--queue` and `--prefix`, on each subcommand so that each one's help lists them. */
+/** Where the queue is, on each subcommand so that each one's help lists them. */
 function addQueueOptions(command: Command): Command {
   return command
     .addOption(
       new Option(
         '--redis <url>',
-        'Redis, e.g. redis://:password@host:6379/0 (prefer REDIS_URL for a password: a command line is visible to other users)',
+        'BullMQ: Redis, e.g. redis://:password@host:6379/0 (prefer REDIS_URL for a password: a command line is visible to other users)',
       )
         .env('REDIS_URL')
         .default(DEFAULT_REDIS_URL),
     )
-    .option('--queue <name>', "the BullMQQueue's name", queueName, DEFAULT_QUEUE)
-    .option('--prefix <prefix>', "the BullMQQueue's key prefix", queueName, DEFAULT_PREFIX);
+    .option(
+      '--postgres [url]',
+      'pg-boss: Postgres, e.g. postgres://user:password@host:5432/db; alone, the DATABASE_URL environment variable (prefer it for a password)',
+    )
+    .option('--queue <name>', "the queue's name", queueName, DEFAULT_QUEUE)
+    .option('--prefix <prefix>', "BullMQ: the BullMQQueue's key prefix", queueName, DEFAULT_BULLMQ_PREFIX)
+    .option(
+      '--schema <name>',
+      "pg-boss: the schema of pg-boss's tables (new PgBoss({ schema }))",
+      DEFAULT_PGBOSS_SCHEMA,
+    );
 }
 
 /** `pixhook dead-letters …`: the dead letters of queued processing on BullMQ. */
 export function registerDeadLetters(program: Command): void {
   const group = program
     .command('dead-letters')
-    .description('list, show, retry or discard the dead letters of queued processing (@pixhook/bullmq)')
+    .description('list, show, retry or discard the dead letters of queued processing (BullMQ or pg-boss)')
     .addHelpText('after', EXAMPLES);
 
   addQueueOptions(
@@ -101,7 +116,9 @@ export function registerDeadLetters(program: Command): void {
       .option('--limit <n>', 'most dead letters to show', positiveInteger, 20)
       .option('--offset <n>', 'dead letters to skip, newest first', nonNegativeInteger, 0)
       .option('--json', 'print a JSON array instead of a table'),
-  ).action((options: ListOptions) => withQueue(options, (queue, where) => list(queue, where, options)));
+  ).action((options: ListOptions, command: Command) =>
+    withQueue(options, command, (queue, where) => list(queue, where, options)),
+  );
 
   addQueueOptions(
     group
@@ -109,7 +126,9 @@ export function registerDeadLetters(program: Command): void {
       .description('show one dead letter: its event, ids, times, attempts, last error and stack')
       .argument('<id>', 'its job id or event id')
       .option('--json', 'print one JSON object instead of text'),
-  ).action((id: string, options: ShowOptions) => withQueue(options, (queue, where) => show(queue, where, id, options)));
+  ).action((id: string, options: ShowOptions, command: Command) =>
+    withQueue(options, command, (queue, where) => show(queue, where, id, options)),
+  );
 
   addQueueOptions(
     group
@@ -117,9 +136,9 @@ export function registerDeadLetters(program: Command): void {
       .description('run a dead letter (or every one, --all) again, with all its attempts anew')
       .argument('[id]', 'its job id or event id')
       .option('--all', 'retry every dead letter of the queue'),
-  ).action((id: string | undefined, options: RetryOptions) => {
+  ).action((id: string | undefined, options: RetryOptions, command: Command) => {
     const target = oneOrAll(id, options.all, 'retry');
-    return withQueue(options, (queue, where) => retry(queue, where, target));
+    return withQueue(options, command, (queue, where) => retry(queue, where, target));
   });
 
   addQueueOptions(
@@ -129,14 +148,14 @@ export function registerDeadLetters(program: Command): void {
       .argument('[id]', 'its job id or event id')
       .option('--all', 'discard every dead letter of the queue (with --yes)')
       .option('--yes', 'confirm --all'),
-  ).action((id: string | undefined, options: DiscardOptions) => {
+  ).action((id: string | undefined, options: DiscardOptions, command: Command) => {
     const target = oneOrAll(id, options.all, 'discard');
     if (target === ALL && !options.yes) {
       throw new UsageError(
         `discard --all deletes every dead letter of queue ${options.queue} for good: add --yes to confirm (list shows them first).`,
       );
     }
-    return withQueue(options, (queue, where) => discard(queue, where, target));
+    return withQueue(options, command, (queue, where) => discard(queue, where, target));
   });
 }
 
@@ -155,86 +174,48 @@ function oneOrAll(id: string | undefined, all: boolean | undefined, verb: string
 }
 
 /**
- * Opens the queue, waits (at most REDIS_TIMEOUT_MS) for Redis to answer, runs `act`, and always
- * closes the queue. A Redis failure becomes a FailedError naming the URL, its password masked.
+ * Where the queue is: pg-boss on --postgres (a URL, or DATABASE_URL when given alone), else BullMQ
+ * on --redis (or REDIS_URL, or the default). --redis typed beside --postgres is refused, as are
+ * --schema with BullMQ and --prefix with pg-boss.
  */
-async function withQueue(options: QueueOptions, act: (queue: BullMQQueue, where: string) => Promise<void>) {
-  const redis = parseRedisUrl(options.redis);
-  const where = `queue ${options.queue} (prefix ${options.prefix}) on ${redis.shown}`;
-  const { BullMQQueue } = await loadBullMQ();
-  const queue = new BullMQQueue({
-    connection: { url: redis.href, ...ONE_SHOT_CONNECTION },
-    name: options.queue,
-    prefix: options.prefix,
-  });
+function location(options: QueueOptions, command: Command) {
+  const typed = (name: string) => command.getOptionValueSource(name) === 'cli';
+  if (options.postgres === undefined) {
+    if (typed('schema')) throw new UsageError("--schema is pg-boss's: use it with --postgres.");
+    return { redis: options.redis, queue: options.queue, prefix: options.prefix };
+  }
+  if (typed('redis')) throw new UsageError('Give --postgres (pg-boss) or --redis (BullMQ), not both.');
+  if (typed('prefix')) throw new UsageError("--prefix is BullMQ's: pg-boss has --schema.");
+  let postgres = options.postgres;
+  if (postgres === true) {
+    postgres = process.env.DATABASE_URL ?? '';
+    if (postgres === '') {
+      throw new UsageError(
+        '--postgres without a URL reads DATABASE_URL, which is not set: set it, or pass --postgres <url>.',
+      );
+    }
+  }
+  return { postgres, queue: options.queue, schema: options.schema };
+}
+
+/** Opens the queue (within seconds, or a FailedError naming the server), runs `act`, and always closes it. */
+async function withQueue(
+  options: QueueOptions,
+  command: Command,
+  act: (queue: OpenedDeadLetters, where: string) => Promise<void>,
+) {
+  const queue = await openDeadLetters(location(options, command));
   try {
-    await readyWithin(queue, REDIS_TIMEOUT_MS);
-    await act(queue, where);
-  } catch (error) {
-    throw error instanceof UsageError || error instanceof FailedError ? error : redisFailure(error, redis);
+    await act(queue, queue.where);
   } finally {
-    await close(queue);
+    await queue.close();
   }
-}
-
-/**
- * `@pixhook/bullmq`, which only the dead-letters commands need: an optional peer dependency of the
- * CLI, installed beside it by those who process deliveries with BullMQ. Missing, it is named with
- * the command that installs it.
- */
-async function loadBullMQ(): Promise<typeof import('@pixhook/bullmq')> {
-  try {
-    return await import('@pixhook/bullmq');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException)?.code;
-    const missing =
-      (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
-      /['"]@pixhook\/bullmq['"]/.test((error as Error).message);
-    if (!missing) throw error;
-    throw new FailedError(
-      'pixhook: dead-letters needs @pixhook/bullmq, which is not installed: install it beside @pixhook/cli (npm install --save-dev @pixhook/bullmq), in the project whose queue it reads.',
-    );
-  }
-}
-
-function redisFailure(error: unknown, redis: RedisUrl): FailedError {
-  return new FailedError(describeRedisError(error, redis));
-}
-
-/** Resolves once Redis answered, rejects with its error, or with a RedisTimeoutError after `ms`. */
-function readyWithin(queue: BullMQQueue, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RedisTimeoutError()), ms);
-  });
-  return Promise.race([queue.bullQueue.waitUntilReady(), timeout]).finally(() => clearTimeout(timer));
-}
-
-/**
- * Closes the queue's connection. A stalled Redis can hold it open past CLOSE_TIMEOUT_MS: the
- * process then ends anyway, once the result (or the error) has been printed.
- */
-async function close(queue: BullMQQueue): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const closed = await Promise.race([
-    queue.close().then(
-      () => true,
-      () => true,
-    ),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS);
-    }),
-  ]);
-  clearTimeout(timer);
-  // Unref'd: it only fires if something (the stalled socket) still keeps the process alive, after
-  // the message has been printed (cli.ts prints it in the promise chain that ends here).
-  if (!closed) setTimeout(() => process.exit(), 100).unref();
 }
 
 // ---------------------------------------------------------------------------------------------
 // The subcommands.
 
-async function list(queue: BullMQQueue, where: string, options: ListOptions): Promise<void> {
+async function list(queue: OpenedDeadLetters, where: string, options: ListOptions): Promise<void> {
   const [total, letters] = await Promise.all([
     queue.countDeadLetters(),
     queue.listDeadLetters({ offset: options.offset, limit: options.limit }),
@@ -268,7 +249,7 @@ async function list(queue: BullMQQueue, where: string, options: ListOptions): Pr
   process.stdout.write(pc.dim(`showing ${range} of ${total}, newest first${more}\n`));
 }
 
-async function show(queue: BullMQQueue, where: string, id: string, options: ShowOptions): Promise<void> {
+async function show(queue: OpenedDeadLetters, where: string, id: string, options: ShowOptions): Promise<void> {
   const letter = await queue.getDeadLetter(id);
   if (!letter) throw notFound(id, where);
   if (options.json) {
@@ -294,7 +275,7 @@ async function show(queue: BullMQQueue, where: string, id: string, options: Show
   if (delivery) process.stdout.write(`${pc.bold('Event')}\n${safeJson(delivery.event, 2)}\n`);
 }
 
-async function retry(queue: BullMQQueue, where: string, target: string | typeof ALL): Promise<void> {
+async function retry(queue: OpenedDeadLetters, where: string, target: string | typeof ALL): Promise<void> {
   if (target === ALL) {
     const count = await queue.retryAllDeadLetters();
     process.stdout.write(
@@ -311,7 +292,7 @@ async function retry(queue: BullMQQueue, where: string, target: string | typeof 
   );
 }
 
-async function discard(queue: BullMQQueue, where: string, target: string | typeof ALL): Promise<void> {
+async function discard(queue: OpenedDeadLetters, where: string, target: string | typeof ALL): Promise<void> {
   if (target === ALL) {
     const count = await queue.discardAllDeadLetters();
     process.stdout.write(
@@ -334,7 +315,7 @@ async function discard(queue: BullMQQueue, where: string, target: string | typeo
 
 function notFound(id: string, where: string): FailedError {
   return new FailedError(
-    `No dead letter ${safeJson(id)} in ${where}: pixhook dead-letters list shows them (are --queue and --prefix right?).`,
+    `No dead letter ${safeJson(id)} in ${where}: pixhook dead-letters list shows them (are --queue and --prefix or --schema right?).`,
   );
 }
 
@@ -359,42 +340,4 @@ function jsonOf(letter: DeadLetter) {
     stack: letter.stack ?? null,
     delivery: letter.delivery ?? null,
   };
-}
-
-function plural(count: number, word: string): string {
-  return count === 1 ? word : `${word}s`;
-}
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
-function isoSeconds(ms: number): string {
-  return iso(ms).replace(/\.\d{3}Z$/, 'Z');
-}
-
-/** The first line of a text, cut to `width` characters (whole code points), unescaped. */
-function firstLine(text: string, width: number): string {
-  const line = text.split(/\r\n|[\r\n\u2028\u2029]/, 1)[0] ?? '';
-  const chars = Array.from(line);
-  const more = chars.length > width || line.length < text.length;
-  return `${chars.slice(0, width).join('')}${more ? '…' : ''}`;
-}
-
-/** Each line escaped on its own and indented, so that a stack keeps its shape and nothing raw gets through. */
-function indented(text: string): string {
-  return text
-    .split(/\r?\n/)
-    .map((line) => `  ${escapeText(line)}\n`)
-    .join('');
-}
-
-/** Left-aligned columns, two spaces apart; the cells are escaped already. */
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
-  );
-  const line = (cells: string[]) =>
-    cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0))).join('  ');
-  return `${pc.dim(line(header))}\n${rows.map((row) => `${line(row)}\n`).join('')}`;
 }
