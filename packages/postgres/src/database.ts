@@ -160,14 +160,14 @@ export class Database {
 /**
  * `pending`, or a `PostgresTimeoutError` after `timeoutMs` (the option's name is `option`, for the
  * message): `late` gets a value that came too late, `onTimeout` runs when the time is up, and
- * `explain` rewrites an error that came in time.
+ * `explain` rewrites an error that came in time (a missing table: say which migration to run).
  */
 export function bounded<T>(
   pending: Promise<T>,
   timeoutMs: number,
   option: string,
   what: string,
-  hooks: { late?: (value: T) => void; onTimeout?: () => void; explain?: (error: unknown) => unknown } = {},
+  hooks: { late?: (value: T) => void; onTimeout?: () => void; explain: (error: unknown) => unknown },
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let timedOut = false;
@@ -184,7 +184,7 @@ export function bounded<T>(
       },
       (error: unknown) => {
         clearTimeout(timer);
-        if (!timedOut) reject(hooks.explain ? hooks.explain(error) : error);
+        if (!timedOut) reject(hooks.explain(error));
       },
     );
   });

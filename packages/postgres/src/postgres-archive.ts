@@ -18,7 +18,7 @@ import { type ArchiveStatements, archiveStatements, type ListShape, listSql } fr
 import { assertPool, bounded, CheckedOut, guardPool } from './database.js';
 import { type PostgresArchiveOptions, type ResolvedArchiveOptions, resolveArchiveOptions } from './options.js';
 
-/** Longest wait for a read (`list`, `get`, `requestReplay`) or a step of pruning, in ms. */
+/** Longest wait for a read (`list`, `get`, `requestReplay`, a replay poll) or a statement of pruning, in ms. */
 const READ_TIMEOUT_MS = 30_000;
 /** Rows deleted per statement while pruning: no statement holds its locks for long. */
 const PRUNE_BATCH = 5_000;
@@ -71,11 +71,11 @@ function summary(row: SummaryRow): InboxSummary {
  * What an entry does to its event's listed outcome, from core's `outcomeAfter`: the outcome of a
  * new event, and the outcome it sets on an existing one (undefined: it keeps its own).
  */
-function outcomes(entry: ArchiveEntry): { created: InboxOutcome; set: InboxOutcome | undefined } {
-  const created = outcomeAfter(undefined, entry) ?? 'failed';
-  const after = INBOX_OUTCOMES.map((before) => outcomeAfter(before, entry));
+function outcomes(entry: ArchiveEntry): { created: InboxOutcome; set: InboxOutcome | null } {
+  // Given an outcome before, the rule always gives one.
+  const after = INBOX_OUTCOMES.map((before) => outcomeAfter(before, entry) as InboxOutcome);
   const keeps = after.every((outcome, index) => outcome === INBOX_OUTCOMES[index]);
-  return { created, set: keeps ? undefined : (after[0] ?? created) };
+  return { created: outcomeAfter(undefined, entry) as InboxOutcome, set: keeps ? null : (after[0] as InboxOutcome) };
 }
 
 /** Why `entry` cannot be recorded, or undefined. */
@@ -280,14 +280,14 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
     if (entry.kind === 'delivery') {
       const { body, ...rest } = entry;
       const json = JSON.stringify(rest);
-      const headers = JSON.stringify(entry.headers ?? {});
+      const headers = JSON.stringify(entry.headers);
       const entryBytes = Buffer.byteLength(json);
       const kept = body.byteLength + Buffer.byteLength(headers) + entryBytes;
       const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
       return [
         entry.eventId,
         entry.eventType,
-        typeof entry.created === 'number' && Number.isFinite(entry.created) ? entry.created : null,
+        Number.isFinite(entry.created) ? entry.created : null,
         at,
         created,
         1,
@@ -296,7 +296,7 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
         entry.mode,
         bytes,
         headers,
-        set ?? null,
+        set,
         entry.deliveryId,
         json,
         entryBytes,
@@ -319,7 +319,7 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
       mode,
       null,
       null,
-      set ?? null,
+      set,
       null,
       json,
       entryBytes,
@@ -367,7 +367,7 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
     }
     if (eventIds.length === 0) return 0;
     const result = await this.#read(this.#sql.requestReplay, [eventIds, Date.now()], 'requesting replays');
-    return result.rowCount ?? 0;
+    return Number(result.rowCount);
   }
 
   /**
@@ -428,7 +428,7 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
   #maybePrune(): void {
     const now = Date.now();
     if (now < this.#nextPrune || this.#closed) return;
-    this.#nextPrune = now + (this.#options.pruneIntervalMs ?? 0);
+    this.#nextPrune = now + (this.#options.pruneIntervalMs as number);
     this.prune().catch((error: unknown) => this.#report(error));
   }
 
@@ -436,8 +436,9 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
     const sql = this.#sql;
     const lock = `pixhook:archive-prune:${this.#options.names.events}`;
     const connection = new CheckedOut(
-      await bounded(this.#pool.connect(), READ_TIMEOUT_MS, 'its limit', 'a connection from the pool', {
+      await bounded(this.#pool.connect(), this.#options.writeTimeoutMs, 'writeTimeoutMs', 'a connection to prune', {
         late: (client) => client.release(),
+        explain: this.#explain,
       }),
     );
     const run = async <R extends QueryResultRow>(text: string, values: unknown[], what: string) => {
@@ -465,16 +466,17 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
     let deleted = 0;
     for (;;) {
       const result = await run(sql.pruneExpired, [Date.now() - this.#options.retentionMs, PRUNE_BATCH], 'pruning');
-      deleted += result.rowCount ?? 0;
-      if ((result.rowCount ?? 0) < PRUNE_BATCH) break;
+      deleted += Number(result.rowCount);
+      if (Number(result.rowCount) < PRUNE_BATCH) break;
     }
-    const total = (await run<{ total: number }>(sql.keptTotal, [], 'summing the kept bytes')).rows[0]?.total ?? 0;
-    let excess = total - this.#options.maxBytes;
+    const sum = await run<{ total: number }>(sql.keptTotal, [], 'summing the kept bytes');
+    let excess = (sum.rows[0] as { total: number }).total - this.#options.maxBytes;
     while (excess > 0) {
       const { rows } = await run<{ kept: number }>(sql.pruneOldest, [excess, PRUNE_BATCH], 'pruning the oldest');
-      if (rows.length === 0) break;
       deleted += rows.length;
       for (const row of rows) excess -= row.kept;
+      // Fewer than a batch: the bytes were freed (or another client deleted what was left).
+      if (rows.length < PRUNE_BATCH) break;
     }
     await run(sql.pruneUnlock, [lock], 'the prune lock');
     connection.release();

@@ -27,7 +27,7 @@ import {
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testPool, uniqueTable, until } from './helpers/postgres.js';
+import { sleep, testPool, uniqueTable, until } from './helpers/postgres.js';
 
 let sequence = 0;
 
@@ -600,6 +600,41 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
       expect(await writer.prune()).toBe(1);
     });
 
+    it('deletes more than a batch (5,000 per statement), for retention and for the size cap', async () => {
+      const { archive, table } = await freshArchive({ retentionMs: 60_000, maxBytes: 100 * 1_000 });
+      // Seeded in one statement each: 6,000 expired events, then 12,000 live ones of 100 bytes kept.
+      const seed = (from: number, count: number, at: number) =>
+        pool.query(
+          `INSERT INTO ${table} (event_id, event_type, first_at, last_at, outcome, deliveries, bytes, kept, mode)
+           SELECT 'evt_seed_' || lpad(i::text, 6, '0'), 'seeded', $1::bigint + i, $1::bigint + i, 'processed', 1, 0, 100, 'inline'
+           FROM generate_series($2::int, $3::int) AS i`,
+          [at, from, from + count - 1],
+        );
+      await seed(0, 6_000, Date.now() - 600_000);
+      await seed(6_000, 12_000, Date.now() - 30_000);
+      expect(await archive.prune()).toBe(6_000 + 11_000);
+      const left = await pool.query(`SELECT min(event_id) AS oldest, count(*)::int AS n FROM ${table}`);
+      expect(left.rows[0]).toEqual({ oldest: 'evt_seed_017000', n: 1_000 });
+    });
+
+    it('gives up on a connection to prune after writeTimeoutMs, and gives back one that comes late', async () => {
+      const small = testPool(server.url, { max: 1 });
+      try {
+        const table = uniqueTable('inbox');
+        await migrateArchive(small, { table });
+        const archive = new PostgresArchive(small, { table, pruneIntervalMs: false, writeTimeoutMs: 200 });
+        const held = await small.connect();
+        await expect(archive.prune()).rejects.toThrow(/writeTimeoutMs \(200 ms\): a connection to prune/);
+        held.release();
+        // The late connection went back to the pool: the pool's one connection is free again.
+        const next = await small.connect();
+        next.release();
+        expect(await archive.prune()).toBe(0);
+      } finally {
+        await small.end();
+      }
+    });
+
     it('reports a background prune that fails to onError, and a prune() that fails rejects', async () => {
       const errors: Error[] = [];
       const table = uniqueTable('inbox');
@@ -696,6 +731,31 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
       await archive.record(delivery('evt_after_outage'));
       await archive.requestReplay(['evt_after_outage']);
       await until(() => taken.length === 1, 'the replay once the tables exist');
+    });
+
+    it('runs one poll at a time: a request waits while a replay runs', async () => {
+      const { archive, table } = await freshArchive({ replayPollMs: 20 });
+      await archive.record(delivery('evt_slow_a'));
+      await archive.record(delivery('evt_slow_b'));
+      const started: string[] = [];
+      let finish: () => void = () => {};
+      const finished = new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      archive.attach(async (id) => {
+        started.push(id);
+        if (id === 'evt_slow_a') await finished;
+      });
+      await archive.requestReplay(['evt_slow_a']);
+      await until(() => started.length === 1, 'the first replay');
+      await archive.requestReplay(['evt_slow_b']);
+      // Many ticks pass while the first replay runs: none of them takes the second request.
+      await sleep(400);
+      expect(started).toEqual(['evt_slow_a']);
+      expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}_replays`)).rows[0].n).toBe(1);
+      finish();
+      await until(() => started.length === 2, 'the second replay');
+      expect(started).toEqual(['evt_slow_a', 'evt_slow_b']);
     });
 
     it('refuses bad input', async () => {
