@@ -1,4 +1,5 @@
 import {
+  type BeginOptions,
   type BegunEvent,
   type CommitReadBack,
   describeType,
@@ -70,7 +71,7 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
    * (a replay from the archive) the check is skipped on purpose: the handlers run again, and the
    * commit records the event again. Another transaction holding the event still answers `in-flight`.
    */
-  async begin(eventId: string, options?: { replay?: boolean }): Promise<BegunEvent<PoolClient>> {
+  async begin(eventId: string, options?: BeginOptions): Promise<BegunEvent<PoolClient>> {
     const replay = options?.replay ?? false;
     if (typeof replay !== 'boolean') {
       throw new TypeError(
