@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { registerDashboard } from './commands/dashboard.js';
 import { registerDeadLetters } from './commands/dead-letters.js';
+import { registerInbox } from './commands/inbox.js';
 import { registerListen } from './commands/listen.js';
 import { registerSend } from './commands/send.js';
 import { registerSign } from './commands/sign.js';
@@ -40,7 +41,8 @@ Examples:
   $ pixhook sign --body event.json
   $ pixhook listen --port 4242
   $ pixhook dashboard                                        # a local web page: send, watch, replay, inspect
-  $ pixhook dead-letters list --redis redis://127.0.0.1:6379   # queued processing's dead letters`,
+  $ pixhook dead-letters list --redis redis://127.0.0.1:6379   # queued processing's dead letters
+  $ pixhook inbox list --postgres --outcome failed --since 2h  # the archive of deliveries (DATABASE_URL)`,
   );
 
 registerSend(program);
@@ -50,6 +52,7 @@ registerSign(program);
 registerListen(program);
 registerDashboard(program);
 registerDeadLetters(program);
+registerInbox(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -33,12 +33,18 @@ export function indented(text: string, indent = '  '): string {
     .join('');
 }
 
-/** Left-aligned columns, two spaces apart; the cells are escaped already. */
-export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
-  );
+/**
+ * Left-aligned columns, two spaces apart; the cells are escaped already. `width` measures a cell
+ * (give one that skips colour codes when cells are coloured).
+ */
+export function table(
+  header: string[],
+  rows: string[][],
+  width: (cell: string) => number = (cell) => cell.length,
+): string {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => width(row[column] ?? ''))));
+  const pad = (cell: string, column: number) => cell + ' '.repeat(Math.max(0, (widths[column] ?? 0) - width(cell)));
   const line = (cells: string[]) =>
-    cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0))).join('  ');
+    cells.map((cell, column) => (column === cells.length - 1 ? cell : pad(cell, column))).join('  ');
   return `${pc.dim(line(header))}\n${rows.map((row) => `${line(row)}\n`).join('')}`;
 }
