@@ -78,6 +78,9 @@ const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
       pgBossJobIdFor: 'function',
       migrate: 'function',
       getMigrationSql: 'function',
+      PostgresArchive: 'function',
+      migrateArchive: 'function',
+      getArchiveMigrationSql: 'function',
     },
   },
 };
