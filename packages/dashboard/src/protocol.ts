@@ -1,3 +1,5 @@
+import type { DeadLetter, InboxEvent } from '@pixhook/core';
+
 /**
  * What the dashboard's server and its page say to each other: the JSON of `GET /api/state`, of
  * each Server-Sent Event on `GET /api/events`, and of the `POST /api/…` requests. Types and one limit, shared
@@ -281,4 +283,49 @@ export interface ActionResult {
 /** Every refused API request answers this, with a 4xx status. */
 export interface ApiError {
   error: { code: string; message: string };
+}
+
+// The production views (`/api/production…`): the inbox and the dead letters of queued processing.
+// Every string in them was read from a database and came from a request: untrusted text.
+
+/** `GET /api/production`: which views the dashboard has, and whether it may change anything. */
+export interface ProductionInfo {
+  /** Started with `readOnly`: every change is refused (403) and the page shows no button for one. */
+  readOnly: boolean;
+  /** Whether an inbox (an archive) is configured. */
+  inbox: boolean;
+  /** The dead-letter queues, each named by `id` in the API's paths. */
+  deadLetters: { id: string; engine: string; queueName: string }[];
+}
+
+/** `GET /api/production/inbox/events/<id>`: one event, its body as base64 (and as text when UTF-8). */
+export interface InboxEventView extends Omit<InboxEvent, 'body'> {
+  /** The exact bytes received, base64. */
+  body: string;
+  /** The same bytes as text, when they are valid UTF-8. */
+  text?: string;
+}
+
+/** `GET /api/production/dead-letters/<queue>?offset=&limit=`: a page of dead letters, newest first. */
+export interface DeadLetterPage {
+  /** How many dead letters the queue holds. */
+  total: number;
+  offset: number;
+  limit: number;
+  items: DeadLetter[];
+}
+
+/** `POST /api/production/inbox/replay` and `…/replay-matching`: how many replays were requested. */
+export interface ReplayAnswer {
+  requested: number;
+}
+
+/** `POST /api/production/dead-letters/<queue>/retry|discard|retry-all|discard-all`: how many. */
+export interface SetActionAnswer {
+  count: number;
+}
+
+/** A refused set action (`confirm` missing or not the count): a 409 with the count the server found. */
+export interface ConfirmRefusal extends ApiError {
+  count: number;
 }

@@ -2,11 +2,22 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { receiverUrlProblem, secretProblem } from '@pixhook/cli';
-import { isWebhookVerificationError } from '@pixhook/core';
+import { type InboxReader, isWebhookVerificationError } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
 import { ActionError, playSchedule, replay, sendTestEvent } from './actions.js';
 import { refusal } from './guard.js';
 import { createInspector } from './inspector.js';
+import {
+  ConfirmError,
+  checkInbox,
+  checkSources,
+  type DeadLetterSource,
+  isProductionPath,
+  type Production,
+  productionGet,
+  productionPost,
+  READ_ONLY_MESSAGE,
+} from './production.js';
 import type { ActionResult, ApiError, ServerEvent } from './protocol.js';
 import { endpointRequest, replayRequest, scheduleRequest, sendRequest } from './requests.js';
 import { DashboardState } from './state.js';
@@ -25,6 +36,23 @@ export interface DashboardOptions {
   secret?: string | undefined;
   /** The receiver URL to start with, http:// or https://. @default undefined (the page asks for one) */
   url?: string | undefined;
+  /**
+   * The production inbox to show (a `PostgresArchive` from @pixhook/postgres or a `RedisArchive`
+   * from @pixhook/redis): the Inbox tab lists, shows and replays its events. The dashboard does not
+   * close it. @default undefined (no Inbox tab)
+   */
+  inbox?: InboxReader | undefined;
+  /**
+   * Queues whose dead letters to show (`BullMQQueue`, `PgBossQueue`, or anything with their
+   * dead-letter methods): the Dead letters tab lists, shows, retries and discards them. The
+   * dashboard does not close them. @default [] (no Dead letters tab)
+   */
+  deadLetters?: readonly DeadLetterSource[] | undefined;
+  /**
+   * Look without changing anything: every replay, retry and discard is refused (403 `READ_ONLY`)
+   * and the page shows no button for them. @default false
+   */
+  readOnly?: boolean | undefined;
 }
 
 /** A running dashboard. */
@@ -37,8 +65,11 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-/** The built page, beside the built server (dist/dashboard); the package's build writes it. */
-const ASSETS = new URL('./dashboard/', import.meta.url);
+/**
+ * The built page, beside the built server (dist/dashboard); the package's build writes it. Run
+ * from its sources (the workspace's tests), the server reads the page built into dist.
+ */
+const ASSETS = [new URL('./dashboard/', import.meta.url), new URL('../dist/dashboard/', import.meta.url)];
 
 const FILES: Record<string, { file: string; type: string }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
@@ -74,7 +105,7 @@ const HEARTBEAT_MS = 15_000;
  * await dashboard.close();
  */
 export async function startDashboard(options: DashboardOptions = {}): Promise<Dashboard> {
-  const { port: wanted, secret, url: receiver } = checkOptions(options);
+  const { port: wanted, secret, url: receiver, production } = checkOptions(options);
   let state: DashboardState | undefined;
   let inspect: ReturnType<typeof createInspector> | undefined;
   const streams = new Set<ServerResponse>();
@@ -85,7 +116,7 @@ export async function startDashboard(options: DashboardOptions = {}): Promise<Da
       inspect(req, res).catch((error) => fail(res, error));
       return;
     }
-    route(state, req, res, path, port, streams).catch((error) => fail(res, error));
+    route(state, production, req, res, path, port, streams).catch((error) => fail(res, error));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -109,12 +140,19 @@ export async function startDashboard(options: DashboardOptions = {}): Promise<Da
 }
 
 /** The options with their defaults, or a `pixhook: ` TypeError naming the bad one (never quoting a secret). */
-function checkOptions(options: DashboardOptions): { port: number; secret?: string; url?: string } {
-  const { port = DEFAULT_PORT, secret, url } = options ?? {};
+function checkOptions(options: DashboardOptions): {
+  port: number;
+  secret?: string;
+  url?: string;
+  production: Production;
+} {
+  const { port = DEFAULT_PORT, secret, url, inbox, deadLetters, readOnly = false } = options ?? {};
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new TypeError(`pixhook: port must be a whole number from 0 to 65535 (0: any free one), not ${String(port)}.`);
   }
-  const checked: { port: number; secret?: string; url?: string } = { port };
+  if (typeof readOnly !== 'boolean') throw new TypeError('pixhook: readOnly must be true or false.');
+  const production: Production = { inbox: checkInbox(inbox), deadLetters: checkSources(deadLetters), readOnly };
+  const checked: { port: number; secret?: string; url?: string; production: Production } = { port, production };
   if (secret !== undefined) {
     const problem = typeof secret === 'string' ? secretProblem(secret) : 'the secret must be a string.';
     if (problem) throw new TypeError(`pixhook: The signing secret: ${problem}`);
@@ -130,6 +168,7 @@ function checkOptions(options: DashboardOptions): { port: number; secret?: strin
 
 async function route(
   state: DashboardState,
+  production: Production,
   req: IncomingMessage,
   res: ServerResponse,
   path: string,
@@ -142,6 +181,7 @@ async function route(
     if (isNavigation(req)) return refusedPage(res, port, refused);
     return json(res, 403, error('FORBIDDEN', refused));
   }
+  if (isProductionPath(path)) return productionRoute(production, req, res, path);
   if (req.method === 'GET' || req.method === 'HEAD') {
     if (path === '/api/state') return json(res, 200, state.snapshot());
     if (path === '/api/events') return events(state, req, res, streams);
@@ -160,6 +200,37 @@ async function route(
   try {
     return json(res, 200, await act(state, path, body));
   } catch (caught) {
+    if (!(caught instanceof ActionError)) throw caught;
+    return json(res, caught.status, error(caught.code, caught.message));
+  }
+}
+
+/** `/api/production…`, behind the same guard: GET reads, POST (JSON) changes. */
+async function productionRoute(
+  production: Production,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+): Promise<void> {
+  try {
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      const params = new URL(req.url ?? '/', 'http://127.0.0.1').searchParams;
+      return json(res, 200, await productionGet(production, path, params));
+    }
+    if (req.method !== 'POST') {
+      res.setHeader('allow', 'GET, POST');
+      return json(res, 405, error('METHOD_NOT_ALLOWED', 'The dashboard answers GET and POST only.'));
+    }
+    // Read-only refuses every change before reading it.
+    if (production.readOnly) return json(res, 403, error('READ_ONLY', READ_ONLY_MESSAGE));
+    if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
+      return json(res, 415, error('UNSUPPORTED_MEDIA_TYPE', 'Send the request as application/json.'));
+    }
+    return json(res, 200, await productionPost(production, path, await readJson(req)));
+  } catch (caught) {
+    if (caught instanceof ConfirmError) {
+      return json(res, caught.status, { ...error(caught.code, caught.message), count: caught.count });
+    }
     if (!(caught instanceof ActionError)) throw caught;
     return json(res, caught.status, error(caught.code, caught.message));
   }
@@ -200,10 +271,12 @@ function events(state: DashboardState, req: IncomingMessage, res: ServerResponse
 }
 
 async function serveAsset(res: ServerResponse, asset: { file: string; type: string }): Promise<void> {
-  let content: Buffer;
-  try {
-    content = await readFile(new URL(asset.file, ASSETS));
-  } catch {
+  let content: Buffer | undefined;
+  for (const folder of ASSETS) {
+    content = await readFile(new URL(asset.file, folder)).catch(() => undefined);
+    if (content) break;
+  }
+  if (!content) {
     return json(
       res,
       500,

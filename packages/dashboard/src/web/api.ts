@@ -37,3 +37,38 @@ export async function post<P extends keyof Routes>(path: P, body: Routes[P]): Pr
   const message = typeof error?.message === 'string' ? error.message : undefined;
   return { ok: false, message: message ?? `The server answered ${response.status} ${response.statusText}`.trim() };
 }
+
+/** What a production call gives: the value, or why not (with the server's count for a 409 to confirm). */
+export type Fetched<T> = { ok: true; value: T } | { ok: false; status: number; message: string; count?: number };
+
+/**
+ * A GET or a JSON POST of the production views (`/api/production…`); never throws: a failure is a
+ * message (and, for a set action to confirm, the count the server found).
+ */
+export async function call<T>(path: string, body?: unknown): Promise<Fetched<T>> {
+  let response: Response;
+  try {
+    response = await fetch(
+      path,
+      body === undefined
+        ? { headers: { accept: 'application/json' } }
+        : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+    );
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { ok: false, status: 0, message: `Could not reach the dashboard's server: ${reason}` };
+  }
+  const answer: unknown = await response.json().catch(() => undefined);
+  if (response.ok) return { ok: true, value: answer as T };
+  const refusal = answer as (Partial<ApiError> & { count?: unknown }) | undefined;
+  const message =
+    typeof refusal?.error?.message === 'string'
+      ? refusal.error.message
+      : `The server answered ${response.status} ${response.statusText}`.trim();
+  return {
+    ok: false,
+    status: response.status,
+    message,
+    ...(typeof refusal?.count === 'number' ? { count: refusal.count } : {}),
+  };
+}

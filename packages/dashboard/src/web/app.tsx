@@ -1,14 +1,17 @@
-import { useState } from 'preact/hooks';
-import type { Snapshot } from '../protocol.js';
+import { useEffect, useState } from 'preact/hooks';
+import type { ProductionInfo, Snapshot } from '../protocol.js';
+import { call } from './api.js';
+import { DeadLetters } from './dead-letters.js';
 import { DeliveryLog, type Reveal } from './delivery-log.js';
 import { Endpoint } from './endpoint.js';
+import { Inbox } from './inbox.js';
 import { Inspector } from './inspector.js';
 import { Schedule } from './schedule.js';
 import { Tabs } from './tabs.js';
 import { TestEvents } from './test-events.js';
 import { type Connection, useDashboard } from './use-dashboard.js';
 
-type TabKey = 'deliveries' | 'schedule' | 'inspector';
+type TabKey = 'deliveries' | 'schedule' | 'inspector' | 'inbox' | 'dead-letters';
 
 const CONNECTION: Record<Connection, string> = {
   connecting: 'connecting…',
@@ -29,6 +32,13 @@ export function App() {
   const [tab, setTab] = useState<TabKey>('deliveries');
   const [reveal, setReveal] = useState<Reveal>();
   const cannotSend = cannotSendReason(snapshot);
+  const [production, setProduction] = useState<ProductionInfo>();
+  useEffect(() => {
+    call<ProductionInfo>('/api/production').then((answer) => {
+      if (answer.ok) setProduction(answer.value);
+    });
+  }, []);
+  const readOnly = production?.readOnly ?? true;
 
   const showAttempt = (attemptId: string) => {
     setTab('deliveries');
@@ -42,6 +52,11 @@ export function App() {
         <span class="connection" data-testid="connection" data-state={dashboard.connection}>
           {CONNECTION[dashboard.connection]}
         </span>
+        {production?.readOnly && (
+          <span class="tag warn" data-testid="read-only" title="Started read-only: replay, retry and discard are off">
+            read-only
+          </span>
+        )}
         <p class="announcement" role="status" aria-live="polite" data-testid="status">
           {dashboard.announcement}
         </p>
@@ -98,6 +113,26 @@ export function App() {
                 <Inspector inspectorUrl={snapshot.inspectorUrl} inspected={snapshot.inspected} dashboard={dashboard} />
               ),
             },
+            ...(production?.inbox
+              ? [
+                  {
+                    key: 'inbox' as const,
+                    label: 'Inbox',
+                    panel: <Inbox eventTypes={snapshot.eventTypes} readOnly={readOnly} announce={dashboard.announce} />,
+                  },
+                ]
+              : []),
+            ...(production && production.deadLetters.length > 0
+              ? [
+                  {
+                    key: 'dead-letters' as const,
+                    label: 'Dead letters',
+                    panel: (
+                      <DeadLetters sources={production.deadLetters} readOnly={readOnly} announce={dashboard.announce} />
+                    ),
+                  },
+                ]
+              : []),
           ]}
         />
       ) : (
