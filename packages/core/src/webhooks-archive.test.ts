@@ -133,7 +133,7 @@ describe('archive: inline mode', () => {
       expect(ran).toEqual([event.id]);
       expect(heard.map((e) => e.code)).toEqual(['ARCHIVE_FAILED']);
       expect(heard[0]?.message).toContain(event.id);
-      if (mode === 'fail') expect((heard[0]?.cause as Error).message).toBe('connection refused');
+      if (mode === 'fail') expect((heard[0]?.cause as Error | undefined)?.message).toBe('connection refused');
       else expect(heard[0]?.message).toContain('writeTimeoutMs (50 ms)');
     }
   });
@@ -190,7 +190,7 @@ describe('archive: transactional mode', () => {
     const event = createTestEvent('image.created');
     expect((await post(webhooks, event)).status).toBe(200);
     expect(archive.seen).toHaveLength(1);
-    expect((archive.seen[0]?.transaction as { staged: string[] }).staged).toEqual([event.id]);
+    expect((archive.seen[0]?.transaction as { staged: string[] } | undefined)?.staged).toEqual([event.id]);
     expect((await archive.get(event.id))?.mode).toBe('transactional');
     // A duplicate is written outside any transaction.
     expect((await post(webhooks, event)).status).toBe(200);
