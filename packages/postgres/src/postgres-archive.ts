@@ -234,7 +234,7 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
     this.#maybePrune();
     const config = this.#config(this.#sql.record, this.#recordValues(entry));
     const { writeTimeoutMs } = this.#options;
-    const what = `recording ${entry.kind} of event ${entry.eventId}`;
+    const what = `recording an archive entry (${entry.kind})`;
     const client = transaction as Partial<Queryable> | null | undefined;
     if (typeof client?.query !== 'function') {
       await bounded(this.#pool.query(config), writeTimeoutMs, 'writeTimeoutMs', what, { explain: this.#explain });

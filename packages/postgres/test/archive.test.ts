@@ -476,7 +476,7 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
         await client.query(`INSERT INTO ${business} (event_id) VALUES ('evt_slow')`);
         const started = Date.now();
         await expect(archive.record(delivery('evt_slow', { at: 2 }), client)).rejects.toThrow(
-          /^pixhook: Postgres did not answer within writeTimeoutMs \(300 ms\): recording delivery of event evt_slow/,
+          /^pixhook: Postgres did not answer within writeTimeoutMs \(300 ms\): recording an archive entry \(delivery\)\.$/,
         );
         expect(Date.now() - started).toBeLessThan(5_000);
         // Core commits the event once the archive gave up; the COMMIT waits behind the upsert.
