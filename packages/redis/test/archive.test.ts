@@ -8,7 +8,9 @@ import {
   type InboxQuery,
   type InboxSummary,
   outcomeAfter,
+  Webhooks,
 } from '@pixhook/core';
+import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { RedisArchive } from '@pixhook/redis';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { Redis as IoRedis } from 'ioredis';
@@ -761,6 +763,35 @@ describeWithRedis('RedisArchive on a real redis-server', () => {
       await sleep(150);
       expect(replayed).toHaveLength(1);
     });
+  });
+
+  it('archives what new Webhooks({ archive }) answers, byte-exact, and runs a replay requested from another process', async () => {
+    const prefix = newPrefix('webhooks');
+    const secret = 'whsec_redis_archive_4f5e6d';
+    const archive = await open(0, { prefix, replayPollMs: 20 });
+    const runs: { id: string; replay: boolean }[] = [];
+    const webhooks = new Webhooks({ secret, archive });
+    webhooks.on('image.created', (event, context) => {
+      runs.push({ id: event.id, replay: context.replay === true });
+    });
+    const event = createTestEvent('image.created', undefined, { id: newId() });
+    const { body, headers } = createSignedRequest(event, { secret });
+    const answer = await webhooks.handle({ method: 'POST', headers, body });
+    expect(answer.status).toBe(200);
+    const kept = await archive.get(event.id);
+    expect(Buffer.from(kept!.body).toString('utf8')).toBe(body);
+    expect(kept).toMatchObject({ outcome: 'processed', deliveries: 1, mode: 'inline', eventType: 'image.created' });
+
+    // The CLI or the dashboard: another archive on the same prefix, another client.
+    const reader = await open(3, { prefix });
+    expect(await reader.requestReplay([event.id])).toBe(1);
+    await until(() => runs.length === 2, 'the replay to run the handler');
+    expect(runs).toEqual([
+      { id: event.id, replay: false },
+      { id: event.id, replay: true },
+    ]);
+    await until(async () => ((await reader.get(event.id))?.timeline.length ?? 0) === 2, 'the replay in the timeline');
+    expect((await reader.get(event.id))?.timeline[1]).toMatchObject({ kind: 'replay', result: 'processed' });
   });
 
   it('answers Redis errors with the operation named, and loads its scripts again after SCRIPT FLUSH', async () => {
