@@ -49,7 +49,7 @@ const EXPECTED: Record<string, Record<string, Record<string, string>>> = {
   '@pixhook/fastify': { '.': { default: 'function' } },
   '@pixhook/koa': { '.': { webhookMiddleware: 'function' } },
   '@pixhook/fetch': { '.': { createFetchHandler: 'function' } },
-  '@pixhook/redis': { '.': { RedisStore: 'function' } },
+  '@pixhook/redis': { '.': { RedisStore: 'function', RedisArchive: 'function' } },
   '@pixhook/bullmq': { '.': { BullMQQueue: 'function', jobIdFor: 'function' } },
   '@pixhook/pg-boss': { '.': { PgBossQueue: 'function', pgBossJobIdFor: 'function' } },
   '@pixhook/opentelemetry': { '.': { PixhookInstrumentation: 'function' } },
