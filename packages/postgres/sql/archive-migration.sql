@@ -16,6 +16,7 @@ CREATE TABLE IF NOT EXISTS "public"."pixhook_inbox" (
 CREATE INDEX IF NOT EXISTS "pixhook_inbox_last_at" ON "public"."pixhook_inbox" (last_at DESC, event_id DESC);
 CREATE INDEX IF NOT EXISTS "pixhook_inbox_type" ON "public"."pixhook_inbox" (event_type, last_at DESC, event_id DESC);
 CREATE INDEX IF NOT EXISTS "pixhook_inbox_outcome" ON "public"."pixhook_inbox" (outcome, last_at DESC, event_id DESC);
+CREATE INDEX IF NOT EXISTS "pixhook_inbox_type_outcome" ON "public"."pixhook_inbox" (event_type, outcome, last_at DESC, event_id DESC);
 CREATE TABLE IF NOT EXISTS "public"."pixhook_inbox_timeline" (
   id          bigserial PRIMARY KEY,
   event_id    text      NOT NULL REFERENCES "public"."pixhook_inbox" (event_id) ON DELETE CASCADE,

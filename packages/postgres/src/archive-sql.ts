@@ -68,6 +68,7 @@ CREATE TABLE IF NOT EXISTS ${events} (
 CREATE INDEX IF NOT EXISTS ${index('_last_at')} ON ${events} (last_at DESC, event_id DESC);
 CREATE INDEX IF NOT EXISTS ${index('_type')} ON ${events} (event_type, last_at DESC, event_id DESC);
 CREATE INDEX IF NOT EXISTS ${index('_outcome')} ON ${events} (outcome, last_at DESC, event_id DESC);
+CREATE INDEX IF NOT EXISTS ${index('_type_outcome')} ON ${events} (event_type, outcome, last_at DESC, event_id DESC);
 CREATE TABLE IF NOT EXISTS ${timeline} (
   id          bigserial PRIMARY KEY,
   event_id    text      NOT NULL REFERENCES ${events} (event_id) ON DELETE CASCADE,
@@ -95,7 +96,8 @@ export function archiveStatements(names: ArchiveNames) {
   return {
     /**
      * One entry, in one statement: the event's row (inserted, or updated: `last_at`, the outcome,
-     * the deliveries, and the body and headers when it had none yet), then its timeline row.
+     * the deliveries, `first_at` (its earliest delivery), and the body and headers when it had
+     * none yet), then its timeline row.
      * $1 event id, $2 type, $3 created, $4 at (ms), $5 outcome when new, $6 deliveries (0 or 1),
      * $7 body size, $8 bytes kept by the event's first row, $9 mode, $10 body, $11 headers,
      * $12 outcome to set on an existing event (NULL: keep), $13 delivery id, $14 the entry (json),
@@ -109,7 +111,8 @@ export function archiveStatements(names: ArchiveNames) {
     outcome = COALESCE($12, e.outcome),
     deliveries = e.deliveries + EXCLUDED.deliveries,
     kept = e.kept + CASE WHEN e.body IS NULL AND EXCLUDED.body IS NOT NULL THEN EXCLUDED.kept ELSE $15 END,
-    first_at = CASE WHEN e.body IS NULL AND EXCLUDED.body IS NOT NULL THEN LEAST(e.first_at, EXCLUDED.first_at) ELSE e.first_at END,
+    first_at = CASE WHEN EXCLUDED.body IS NULL THEN e.first_at WHEN e.body IS NULL THEN EXCLUDED.first_at
+      ELSE LEAST(e.first_at, EXCLUDED.first_at) END,
     created = CASE WHEN e.body IS NULL AND EXCLUDED.body IS NOT NULL THEN EXCLUDED.created ELSE e.created END,
     mode = CASE WHEN e.body IS NULL AND EXCLUDED.body IS NOT NULL THEN EXCLUDED.mode ELSE e.mode END,
     bytes = CASE WHEN e.body IS NULL AND EXCLUDED.body IS NOT NULL THEN EXCLUDED.bytes ELSE e.bytes END,

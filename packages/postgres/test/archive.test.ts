@@ -276,6 +276,17 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
       }
     });
 
+    it('counts every one of many deliveries and steps of one event written at once', async () => {
+      const { archive } = await freshArchive();
+      await Promise.all([
+        ...Array.from({ length: 20 }, (_, index) => archive.record(delivery('evt_burst', { at: 1_000 + index }))),
+        ...Array.from({ length: 5 }, (_, index) => archive.record(step('evt_burst', { at: 2_000 + index }))),
+      ]);
+      const event = await archive.get('evt_burst');
+      expect(event).toMatchObject({ deliveries: 20, firstAt: 1_000, lastAt: 2_004 });
+      expect(event?.timeline).toHaveLength(25);
+    });
+
     it('refuses entries it cannot keep, with a clear TypeError', async () => {
       const { archive } = await freshArchive();
       const bad: [unknown, RegExp][] = [
