@@ -41,6 +41,8 @@ export type ArchiveKind = 'postgres' | 'redis';
 /** An archive both written (the app's side) and read (the dashboard's), and how to open another on the same data. */
 export interface TestArchive {
   archive: WebhookArchive & InboxReader;
+  /** The PostgresArchive's table, or the RedisArchive's prefix. */
+  table: string;
   /** Another instance on the same tables or keys (an app attached for replays, say). */
   another(options?: { replayPollMs?: number }): WebhookArchive & InboxReader;
   close(): Promise<void>;
@@ -58,6 +60,7 @@ export async function postgresArchive(pool: pg.Pool): Promise<TestArchive> {
   };
   return {
     archive: open(),
+    table,
     another: open,
     close: async () => {
       for (const archive of opened) await archive.close();
@@ -79,6 +82,7 @@ export function redisArchive(port: number): TestArchive {
   };
   return {
     archive: open(),
+    table: prefix,
     another: open,
     close: async () => {
       for (const archive of opened) await archive.close();
