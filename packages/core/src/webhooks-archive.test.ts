@@ -149,7 +149,8 @@ describe('archive: inline mode', () => {
     release();
     expect((await first).status).toBe(200);
     const kept = await archive.get(event.id);
-    expect(kinds(kept?.timeline ?? [])).toEqual(['delivery:in-flight', 'delivery:processed']);
+    // In the order they arrived, though the 409 was answered first.
+    expect(kinds(kept?.timeline ?? [])).toEqual(['delivery:processed', 'delivery:in-flight']);
     expect(kept?.outcome).toBe('processed');
   });
 });
@@ -487,7 +488,7 @@ describe('replay: when it cannot run', () => {
     const failed = await receiver.replay(event.id);
     expect(failed.outcome).toBe('failed');
     expect((failed.error as WebhookVerificationError).code).toBe('QUEUE_UNAVAILABLE');
-    expect(kinds((await archive.get(event.id))?.timeline ?? []).slice(-1)).toEqual(['replay:failed']);
+    expect(kinds((await archive.get(event.id))?.timeline ?? []).slice(-2)).toEqual(['replay:queued', 'replay:failed']);
   });
 
   it('in transactional mode: completed without replay support, running, rolled back, or a failed commit', async () => {

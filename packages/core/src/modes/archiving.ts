@@ -135,8 +135,13 @@ export interface DeliveryDraft {
   committed: boolean;
 }
 
-/** The archive's entry for a delivery whose outcome is `outcome`, answered at `at` (ms since the epoch). */
-export function deliveryEntry(draft: DeliveryDraft, outcome: Outcome, at: number): ArchivedDelivery {
+/**
+ * The archive's entry for a delivery whose outcome is `outcome`, `now` being the clock's time (ms
+ * since the epoch): the entry's `at` is when the delivery arrived, before anything it caused (a
+ * queue worker may end its job before the 202 is sent).
+ */
+export function deliveryEntry(draft: DeliveryDraft, outcome: Outcome, now: number): ArchivedDelivery {
+  const elapsed = performance.now() - draft.startedAt;
   const { event, deliveryId, timestamp, secretIndex } = draft.delivery;
   const status = outcome.kind === 'done' ? 200 : outcome.kind === 'queued' ? 202 : outcome.error.status;
   const result =
@@ -156,7 +161,7 @@ export function deliveryEntry(draft: DeliveryDraft, outcome: Outcome, at: number
     created: typeof event.created === 'number' ? event.created : undefined,
     deliveryId,
     timestamp,
-    at,
+    at: Math.round(now - elapsed),
     body: draft.body,
     headers: draft.headers,
     secretIndex,
@@ -164,7 +169,7 @@ export function deliveryEntry(draft: DeliveryDraft, outcome: Outcome, at: number
     status,
     result,
     ...(outcome.kind === 'rejected' ? { code: outcome.error.code } : {}),
-    ms: performance.now() - draft.startedAt,
+    ms: elapsed,
     runs: draft.runs.slice(),
   };
 }

@@ -148,10 +148,14 @@ class Replay {
     return this.#claimed(store);
   }
 
-  /** Queued mode: a new job, with its own id. */
+  /**
+   * Queued mode: a new job, with its own id. Its step is written first: a worker may run the job
+   * (and write its own) before the enqueue's answer is back. A failed enqueue adds a failed step.
+   */
   async #enqueue(queue: WebhookQueue): Promise<ReplayResult> {
     const { event, context } = this;
     const replay = globalThis.crypto.randomUUID();
+    await this.#record('queued');
     const outcome = await enqueue(
       this.host,
       queue,
@@ -159,7 +163,6 @@ class Replay {
       undefined,
     );
     if (outcome.kind === 'rejected') return this.#ended('failed', outcome.error);
-    await this.#record('queued');
     return { eventId: event.id, outcome: 'queued' };
   }
 

@@ -41,7 +41,11 @@ export interface ArchivedDelivery {
   readonly deliveryId: string;
   /** The signature's `t`, in Unix seconds. */
   readonly timestamp: number;
-  /** When pixhook answered it, in ms since the epoch (the `now` option's clock). */
+  /**
+   * When it arrived (the call of `handle()`), in ms since the epoch on the `now` option's clock:
+   * before anything it caused, so a timeline ordered on `at` reads in order even when a queue
+   * worker wrote its job's step before the 202 was sent.
+   */
   readonly at: number;
   /** The exact bytes received: they were verified, so a replay parses them again without re-signing. */
   readonly body: Uint8Array;
@@ -187,7 +191,7 @@ export interface InboxEvent extends InboxSummary {
   readonly body: Uint8Array;
   /** Its first delivery's headers. */
   readonly headers: Readonly<Record<string, string>>;
-  /** Everything that happened to it, oldest first. */
+  /** Everything that happened to it, oldest first: ordered on `at`, then as written. */
   readonly timeline: readonly InboxTimelineEntry[];
 }
 

@@ -131,3 +131,15 @@ describe('MemoryArchive', () => {
     expect(asked).toEqual(['evt_r']);
   });
 });
+
+describe('MemoryArchive: a job that ends before the 202 is archived', () => {
+  it('keeps the delivery’s body and orders the timeline on when things happened', async () => {
+    const archive = new MemoryArchive();
+    await archive.record(step('evt_fast', 20, 'processed'));
+    await archive.record(delivery('evt_fast', 10, { mode: 'queued', result: 'queued', status: 202 }));
+    const kept = await archive.get('evt_fast');
+    expect(kept).toMatchObject({ outcome: 'processed', deliveries: 1, firstAt: 10, lastAt: 20, mode: 'queued' });
+    expect(new TextDecoder().decode(kept?.body)).toBe('{"id":"evt_fast"}');
+    expect(kept?.timeline.map((entry) => entry.kind)).toEqual(['delivery', 'job']);
+  });
+});

@@ -107,7 +107,19 @@ export class MemoryArchive implements WebhookArchive, InboxReader {
     }
     kept.outcome = outcome;
     kept.lastAt = Math.max(kept.lastAt, entry.at);
-    if (entry.kind === 'delivery') kept.deliveries += 1;
+    if (entry.kind === 'delivery') {
+      // A job's step may come before the delivery that queued it: the body is its first delivery's.
+      if (kept.deliveries === 0) {
+        Object.assign(kept, {
+          created: entry.created,
+          firstAt: entry.at,
+          mode: entry.mode,
+          body: entry.body.slice(),
+          headers: { ...entry.headers },
+        });
+      }
+      kept.deliveries += 1;
+    }
     kept.timeline.push(line as InboxTimelineEntry);
   }
 
@@ -135,7 +147,9 @@ export class MemoryArchive implements WebhookArchive, InboxReader {
   async get(eventId: string): Promise<InboxEvent | undefined> {
     const kept = this.#events.get(eventId);
     if (!kept) return undefined;
-    return { ...summary(kept), body: kept.body.slice(), headers: { ...kept.headers }, timeline: kept.timeline.slice() };
+    // Ordered on `at`, then as written (the sort is stable).
+    const timeline = kept.timeline.slice().sort((a, b) => a.at - b.at);
+    return { ...summary(kept), body: kept.body.slice(), headers: { ...kept.headers }, timeline };
   }
 
   /** Runs the replays at once, one after another, in the attached `Webhooks`; resolves with how many it took. */

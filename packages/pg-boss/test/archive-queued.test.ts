@@ -1,0 +1,67 @@
+/**
+ * Queued mode with an archive on a real Postgres (pg-boss + PostgresArchive), on every adapter: the
+ * delivery is archived exactly as sent before the 202, the worker's run joins its timeline, and a
+ * replay is a new job the worker runs as one.
+ */
+
+import { Webhooks } from '@pixhook/core';
+import { PgBossQueue } from '@pixhook/pg-boss';
+import { migrateArchive, PostgresArchive } from '@pixhook/postgres';
+import { ADAPTERS } from '@pixhook/test-helpers/adapters';
+import { archived, expectKeptExactly, oddDelivery } from '@pixhook/test-helpers/archive';
+import { SECRET } from '@pixhook/test-helpers/deliveries';
+import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
+import pg from 'pg';
+import type PgBoss from 'pg-boss';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { QUICK, startBoss, testQueueOptions } from './helpers/pg-boss.js';
+
+describeWithPostgres('queued mode on pg-boss with a PostgresArchive', () => {
+  let server: PostgresServer;
+  let boss: PgBoss;
+  let pool: pg.Pool;
+  let archive: PostgresArchive;
+  const toClose: { close(): Promise<unknown> }[] = [];
+  beforeAll(async () => {
+    server = await startPostgresServer();
+    ({ boss } = await startBoss(server.url));
+    pool = new pg.Pool({ connectionString: server.url, max: 10 });
+    const table = `inbox_${globalThis.crypto.randomUUID().slice(0, 8)}`;
+    await migrateArchive(pool, { table });
+    archive = new PostgresArchive(pool, { table, pruneIntervalMs: false });
+  });
+  afterEach(async () => {
+    for (const thing of toClose.splice(0).reverse()) await thing.close();
+  });
+  afterAll(async () => {
+    await archive?.close();
+    await pool?.end();
+    await boss?.stop({ graceful: false });
+    await server?.close();
+  });
+
+  it.each(ADAPTERS.map((adapter) => [adapter.name, adapter] as const))(
+    '%s: archived as sent before the 202; the job and a replay join its timeline',
+    async (_, adapter) => {
+      const queue = new PgBossQueue(boss, testQueueOptions());
+      const webhooks = new Webhooks({ secret: SECRET, queue, archive });
+      const replays: (boolean | undefined)[] = [];
+      webhooks.on('image.created', (_event, context) => void replays.push(context.replay));
+      const client = await adapter.create(webhooks);
+      toClose.push(client);
+      const sent = oddDelivery();
+      expect((await client.send(sent.request)).status).toBe(202);
+      await expectKeptExactly(archive, sent, { outcome: 'queued', mode: 'queued', result: 'queued' });
+      toClose.push(queue.startWorker(webhooks, QUICK));
+      const done = await archived(archive, sent.eventId, 2);
+      expect(done.timeline[1]).toMatchObject({ kind: 'job', result: 'processed', attempt: 1 });
+      expect(await webhooks.replay(sent.eventId)).toMatchObject({ outcome: 'queued' });
+      const replayed = await archived(archive, sent.eventId, 4);
+      expect(replayed.timeline.slice(2).map((entry) => `${entry.kind}:${entry.result}`)).toEqual([
+        'replay:queued',
+        'job:processed',
+      ]);
+      expect(replays).toEqual([undefined, true]);
+    },
+  );
+});
