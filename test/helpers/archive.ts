@@ -12,7 +12,10 @@ export function oddDelivery(eventId = `evt_inbox_${globalThis.crypto.randomUUID(
   const event = createTestEvent('image.created', { id: 'img_ünïcödé', caption: 'a "quoted" caption' });
   const text = `{ "type" : "image.created",\n  "id":"${eventId}", "created": ${event.created},\t"data": {"object": {"id":"img_\\u00fcn\\u00efc\\u00f6d\\u00e9","caption":"a \\"quoted\\" caption 🐙"}} }`;
   const body = new TextEncoder().encode(text);
-  const request = signedBody(body, 'image.created') as TestRequest & { headers: Record<string, string>; body: Uint8Array };
+  const request = signedBody(body, 'image.created') as TestRequest & {
+    headers: Record<string, string>;
+    body: Uint8Array;
+  };
   request.headers['x-request-note'] = 'kept as received';
   return { eventId, body, request };
 }

@@ -23,7 +23,10 @@ describeWithRedis('queued mode on BullMQ with a RedisArchive', () => {
   beforeAll(async () => {
     server = await startRedisServer();
     redis = new Redis({ port: server.port, host: '127.0.0.1' });
-    archive = new RedisArchive(redis, { prefix: `inbox-${globalThis.crypto.randomUUID().slice(0, 8)}`, pruneIntervalMs: false });
+    archive = new RedisArchive(redis, {
+      prefix: `inbox-${globalThis.crypto.randomUUID().slice(0, 8)}`,
+      pruneIntervalMs: false,
+    });
   });
   afterEach(async () => {
     for (const thing of toClose.splice(0).reverse()) await thing.close();

@@ -16,7 +16,10 @@ describeWithRedis('RedisArchive on every adapter', () => {
   beforeAll(async () => {
     server = await startRedisServer();
     redis = new Redis({ port: server.port, host: '127.0.0.1' });
-    archive = new RedisArchive(redis, { prefix: `inbox-${globalThis.crypto.randomUUID().slice(0, 8)}`, pruneIntervalMs: false });
+    archive = new RedisArchive(redis, {
+      prefix: `inbox-${globalThis.crypto.randomUUID().slice(0, 8)}`,
+      pruneIntervalMs: false,
+    });
   });
   afterAll(async () => {
     await archive?.close();
