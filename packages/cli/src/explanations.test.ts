@@ -3,7 +3,13 @@ import { describe, expect, test } from 'vitest';
 import { explainCode } from './explanations.js';
 
 /** Codes told to onError only: a receiver never answers them. */
-const NEVER_ANSWERED = ['DUPLICATE_WINDOW_SHORTENED', 'JOB_STALLED', 'CLAIM_RELEASED', 'ENDPOINT_AT_RISK', 'ARCHIVE_FAILED'];
+const NEVER_ANSWERED = [
+  'DUPLICATE_WINDOW_SHORTENED',
+  'JOB_STALLED',
+  'CLAIM_RELEASED',
+  'ENDPOINT_AT_RISK',
+  'ARCHIVE_FAILED',
+];
 
 describe('explainCode', () => {
   test('explains every code a pixhook receiver answers with', () => {
