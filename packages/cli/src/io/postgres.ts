@@ -69,6 +69,12 @@ export class PostgresTimeoutError extends Error {
 
 const UNREACHABLE = new Set(['ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE']);
 
+/** The error's code (`ECONNREFUSED`, a SQLSTATE), or its cause's when it wraps one (pixhook's explained errors do). */
+export function errorCode(error: unknown): unknown {
+  const { code, cause } = (error ?? {}) as { code?: unknown; cause?: { code?: unknown } };
+  return code ?? cause?.code;
+}
+
 /** `text` with every one of `secrets` replaced by `***`, and any URL's password too. */
 export function scrub(text: string, secrets: readonly string[]): string {
   let scrubbed = text;
@@ -81,7 +87,7 @@ export function scrub(text: string, secrets: readonly string[]): string {
  * The driver's message is scrubbed of the password, in case it quoted it.
  */
 export function describePostgresError(error: unknown, postgres: PostgresUrl): string {
-  const code = (error as { code?: unknown } | undefined)?.code;
+  const code = errorCode(error);
   const detail = scrub(error instanceof Error ? error.message : String(error), postgres.secrets);
   const where = `Postgres at ${postgres.shown}`;
   const check = 'Check --postgres (or DATABASE_URL)';

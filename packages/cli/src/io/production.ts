@@ -8,6 +8,7 @@ import type { DeadLetter, DeadLetterListOptions, InboxEvent, InboxPage, InboxQue
 import { FailedError, UsageError } from './errors.js';
 import {
   describePostgresError,
+  errorCode,
   POSTGRES_TIMEOUT_MS,
   PostgresTimeoutError,
   type PostgresUrl,
@@ -208,7 +209,7 @@ type ArchiveConstructor = new (client: unknown, options?: Record<string, unknown
 
 /** The Postgres errors that mean the archive's table is not there, explained. */
 function explainInbox(error: unknown, url: PostgresUrl, schema: string, table: string): string {
-  const code = (error as { code?: unknown } | undefined)?.code;
+  const code = errorCode(error);
   if (code === '42P01' || code === '3F000') {
     return `There is no inbox table ${schema}.${table} on Postgres at ${url.shown}: is the archive on (new Webhooks({ archive: new PostgresArchive(pool) })) and migrated (migrateArchive(pool))? Check --table and --schema.`;
   }
@@ -528,7 +529,7 @@ async function openPgBoss(url: PostgresUrl, name: string, schema: string) {
 
 function explainPgBoss(error: unknown, url: PostgresUrl, schema: string): string {
   const message = error instanceof Error ? error.message : '';
-  if (message === 'pg-boss is not installed' || (error as { code?: unknown })?.code === '3F000') {
+  if (message === 'pg-boss is not installed' || errorCode(error) === '3F000') {
     return `pg-boss is not installed in schema ${schema} on Postgres at ${url.shown}: check --schema (the schema given to new PgBoss()).`;
   }
   if (message === 'pg-boss database requires migrations') {
