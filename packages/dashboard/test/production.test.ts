@@ -1,3 +1,5 @@
+import { type AnyEvent, Webhooks } from '@pixhook/core';
+import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { type Dashboard, type DeadLetterSource, startDashboard } from '@pixhook/dashboard';
 import { ensureBuilt } from '@pixhook/test-helpers/cli';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
@@ -13,6 +15,7 @@ import {
   pgBossDeadLetters,
   postgresArchive,
   redisArchive,
+  SECRET,
   seedBinary,
   seedEvents,
   seedHostile,
@@ -212,29 +215,51 @@ describeProduction('dashboard: the inbox in Chromium', () => {
     },
   );
 
-  test('replay one event, and a filtered set after a confirmation that says how many; an app attached to the archive runs them', async () => {
+  test('replay one event, and a filtered set after a confirmation that says how many: the app attached to the archive runs each once, and the timeline shows it', async () => {
     const opened = await archiveOn('postgres');
-    const seeded = await seedEvents(opened.archive, 12);
+    // The app: `new Webhooks({ archive })` on another instance of the same tables, as in production.
+    const webhooks = new Webhooks({ secret: SECRET, archive: opened.another({ replayPollMs: 50 }) });
+    let broken = true;
+    const runs: { id: string; replay: boolean }[] = [];
+    webhooks.onAny((event, context) => {
+      runs.push({ id: event.id, replay: context.replay === true });
+      if (broken && event.type === 'quota.exceeded') throw new Error('the quota service is down');
+    });
+    webhooks.onError(() => {});
+    const delivered: { id: string; type: string }[] = [];
+    for (const type of ['image.created', 'quota.exceeded', 'image.created', 'quota.exceeded', 'quota.exceeded']) {
+      const event = createTestEvent(type as 'image.created') as AnyEvent;
+      const signed = createSignedRequest(event, { secret: SECRET });
+      await webhooks.handle({ method: 'POST', ...signed });
+      delivered.push({ id: event.id, type });
+    }
+    const failed = delivered.filter((event) => event.type === 'quota.exceeded').map((event) => event.id);
+    const replays = () => runs.filter((run) => run.replay).map((run) => run.id);
+
     const dashboard = await dashboardWith({ inbox: opened.archive });
-    // The app: another instance on the same tables, attached as `new Webhooks({ archive })` does.
-    const replayed: string[] = [];
-    const app = opened.another({ replayPollMs: 50 });
-    app.attach?.(async (eventId) => void replayed.push(eventId));
     const page = await open(dashboard, 'Inbox');
-    await pageShows(page, 12, 1);
+    await pageShows(page, 5, 1);
 
-    const one = seeded[2]?.id as string;
+    // One: its handlers run again, once, and its timeline says it was a replay.
+    const one = delivered[0]?.id as string;
     await page.getByRole('button', { name: `Show ${one}` }).click();
-    await page.getByTestId('inbox-event').getByRole('button', { name: 'Replay', exact: true }).click();
+    const detail = page.getByTestId('inbox-event');
+    await eventually(() => detail.getByTestId('timeline-entry').count()).toBe(1);
+    await detail.getByRole('button', { name: 'Replay', exact: true }).click();
     await eventually(() => page.getByTestId('status').textContent()).toContain(`Replay of ${one} requested`);
-    await until(() => replayed.length === 1, 'the replay to reach the app');
-    expect(replayed).toEqual([one]);
+    await until(() => replays().length === 1, 'the replay to run in the app');
+    expect(replays()).toEqual([one]);
+    await eventually(async () => {
+      await detail.getByRole('button', { name: 'Reload' }).click();
+      return detail.getByTestId('timeline-entry').evaluateAll((list) => list.map((li) => li.getAttribute('data-kind')));
+    }).toEqual(['delivery', 'replay']);
 
-    // The failed ones (every fifth): the count first, Cancel does nothing, then confirmed.
+    // The failed ones, once fixed: the count first, Cancel does nothing, then confirmed.
+    broken = false;
     await page.getByTestId('inbox').getByLabel('Outcome').selectOption('failed');
     await page.getByRole('button', { name: 'Apply filters' }).click();
-    const failed = seeded.filter((event) => event.outcome === 'failed').map((event) => event.id);
     await pageShows(page, failed.length, 1);
+    expect((await rowIds(page)).sort()).toEqual([...failed].sort());
     await page.getByRole('button', { name: 'Replay all matching…' }).click();
     const confirm = page.getByTestId('confirm');
     await eventually(() => confirm.getByTestId('confirm-question').textContent()).toContain(
@@ -247,8 +272,14 @@ describeProduction('dashboard: the inbox in Chromium', () => {
     await eventually(() => page.getByTestId('status').textContent()).toContain(
       `Replay requested for ${failed.length} events`,
     );
-    await until(() => replayed.length === 1 + failed.length, 'the filtered replays to reach the app');
-    expect(replayed.slice(1).sort()).toEqual([...failed].sort());
+    await until(() => replays().length === 1 + failed.length, 'the filtered replays to run in the app');
+    expect(replays().slice(1).sort()).toEqual([...failed].sort());
+    // Processed now: no failed event is left to list.
+    await eventually(async () => {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      return page.getByTestId('inbox-page').textContent();
+    }).toBe('Page 1: 0 events');
+    expect(replays()).toHaveLength(1 + failed.length);
   });
 });
 
