@@ -20,7 +20,7 @@ end
 
 /**
  * Record: one atomic step. Creates the event on its first entry, keeps the body and headers of its
- * first delivery, appends the timeline entry, sets the outcome by `outcomeAfter`'s rule, moves the
+ * first delivery written (firstAt: its earliest delivery's time), appends the timeline entry, sets the outcome by `outcomeAfter`'s rule, moves the
  * event in the sorted sets to its lastAt (the latest entry's `at`, never backwards), counts the bytes.
  * KEYS: 1 e, 2 t, 3 all, 4 type, 5 idx, 6 bytes, 7-10 outcome:processed/failed/queued/dead-letter,
  * 11 d:<deliveryId> (a delivery) or e again (a step).
@@ -56,6 +56,9 @@ if kind == 'delivery' then
     redis.call('HSET', e, 'firstAt', at, 'created', ARGV[8], 'mode', ARGV[9], 'body', ARGV[10],
       'headers', ARGV[11], 'bytes', ARGV[12])
     size = size + #ARGV[10] + #ARGV[11]
+  elseif tonumber(at) < tonumber(redis.call('HGET', e, 'firstAt')) then
+    -- Deliveries written at once may land out of order: firstAt is the earliest.
+    redis.call('HSET', e, 'firstAt', at)
   end
   redis.call('SET', KEYS[11], id, 'PX', ARGV[7])
 end

@@ -143,7 +143,8 @@ export class RedisArchive implements WebhookArchive, InboxReader {
         '0',
       ];
     }
-    await this.#eval('record', eventId, SCRIPTS.record, 11, args);
+    // The entry's kind names it in errors: the event id is untrusted text.
+    await this.#eval('record', checked.kind, SCRIPTS.record, 11, args);
     this.#startPruning();
   }
 
@@ -185,7 +186,7 @@ export class RedisArchive implements WebhookArchive, InboxReader {
   /** The event in full (the body and headers of its first delivery, its timeline), or undefined. */
   async get(eventId: string): Promise<InboxEvent | undefined> {
     checkId(eventId, 'get(eventId)', 'the event id');
-    const reply = (await this.#eval('get', eventId, SCRIPTS.get, 2, [
+    const reply = (await this.#eval('get', 'event', SCRIPTS.get, 2, [
       this.#key(`e:${eventId}`),
       this.#key(`t:${eventId}`),
     ])) as [(string | null)[], string[]] | null;
@@ -196,10 +197,8 @@ export class RedisArchive implements WebhookArchive, InboxReader {
       ...summary,
       // Both are set when the event is created.
       body: new Uint8Array(Buffer.from(fields[8] as string, 'base64')),
-      headers: parseJson(fields[9] as string, eventId, 'headers') as Record<string, string>,
-      timeline: timeline.map(
-        (text, index) => parseJson(text, eventId, `timeline entry ${index}`) as InboxTimelineEntry,
-      ),
+      headers: parseJson(fields[9] as string, 'headers') as Record<string, string>,
+      timeline: timeline.map((text, index) => parseJson(text, `timeline entry ${index}`) as InboxTimelineEntry),
     };
   }
 
@@ -519,12 +518,12 @@ function summaryOf(item: unknown[]): InboxSummary {
   };
 }
 
-function parseJson(text: string, eventId: string, what: string): unknown {
+function parseJson(text: string, what: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
     throw new Error(
-      `pixhook: RedisArchive: get(${eventId}): its ${what} is not JSON: was the key written by something else?`,
+      `pixhook: RedisArchive: get(event): its ${what} is not JSON: was the key written by something else?`,
     );
   }
 }

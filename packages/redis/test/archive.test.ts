@@ -298,6 +298,15 @@ describeWithRedis('RedisArchive on a real redis-server', () => {
     });
     expect(Buffer.from(both!.body).toString()).toBe(Buffer.from(late.body).toString());
 
+    // Deliveries written at once may land out of order: firstAt is the earliest, the body the first written.
+    const racing = newId();
+    await archive.record(delivery(racing, { at: 3_000_500, body: new TextEncoder().encode('first written') }));
+    await archive.record(delivery(racing, { at: 3_000_000, body: new TextEncoder().encode('earlier') }));
+    await archive.record(delivery(racing, { at: 3_000_900 }));
+    const raced = await archive.get(racing);
+    expect(raced).toMatchObject({ firstAt: 3_000_000, lastAt: 3_000_900, deliveries: 3 });
+    expect(Buffer.from(raced!.body).toString()).toBe('first written');
+
     // A replay step of an event not kept creates it, as an inline one with no body.
     const replayed = newId();
     await archive.record(step(replayed, { kind: 'replay', jobId: undefined, attempt: undefined }));
@@ -805,11 +814,11 @@ describeWithRedis('RedisArchive on a real redis-server', () => {
     await admin.del(`{${prefix}}:all`);
     await admin.set(`{${prefix}}:all`, 'wrong type');
     await expect(archive.record(delivery(newId()))).rejects.toThrow(
-      /^pixhook: RedisArchive: record\(evt_\w+\) failed: .*WRONGTYPE/,
+      /^pixhook: RedisArchive: record\(delivery\) failed: .*WRONGTYPE/,
     );
     await expect(archive.list()).rejects.toThrow(/^pixhook: RedisArchive: list\(inbox\) failed: .*WRONGTYPE/);
     await admin.hset(`{${prefix}}:e:${id}`, 'headers', 'not json {');
-    await expect(archive.get(id)).rejects.toThrow(/^pixhook: RedisArchive: get\(evt_\w+\): its headers is not JSON/);
+    await expect(archive.get(id)).rejects.toThrow(/^pixhook: RedisArchive: get\(event\): its headers is not JSON/);
     await admin.rpush(`{${prefix}}:t:${id}`, '<not json>');
     await admin.hset(`{${prefix}}:e:${id}`, 'headers', '{}');
     await expect(archive.get(id)).rejects.toThrow(/its timeline entry 2 is not JSON/);
@@ -827,7 +836,7 @@ describeWithRedis('RedisArchive on a real redis-server', () => {
         frozen.pause();
         const started = performance.now();
         await expect(archive.record(step(id))).rejects.toThrow(
-          /^pixhook: RedisArchive: Redis did not answer record\(evt_\w+\) within 300 ms; is it reachable\?/,
+          /^pixhook: RedisArchive: Redis did not answer record\(job\) within 300 ms; is it reachable\?/,
         );
         const waited = performance.now() - started;
         expect(waited).toBeGreaterThanOrEqual(290);

@@ -7,6 +7,7 @@
 import type { ArchivedDelivery } from '@pixhook/core';
 import { RedisArchive } from '@pixhook/redis';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
+import { Redis as IoRedis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CLIENTS, type TestClient } from '../helpers/clients.js';
 
@@ -61,10 +62,12 @@ describeWithRedis('RedisArchive list time at 10^4, 10^5 and 10^6 events', () => 
   let server: RedisServer;
   let connection: TestClient;
   let archive: RedisArchive;
+  let admin: IoRedis;
 
   beforeAll(async () => {
     server = await startRedisServer();
     connection = await CLIENTS[0]!.connect(server.port);
+    admin = new IoRedis(server.port, '127.0.0.1');
     archive = new RedisArchive(connection.client, {
       prefix: 'inbox-timing',
       maxEvents: 2_000_000,
@@ -75,6 +78,7 @@ describeWithRedis('RedisArchive list time at 10^4, 10^5 and 10^6 events', () => 
   });
   afterAll(async () => {
     await archive?.close();
+    admin?.disconnect();
     await connection?.close();
     await server?.close();
   });
@@ -133,7 +137,9 @@ describeWithRedis('RedisArchive list time at 10^4, 10^5 and 10^6 events', () => 
         times.push(performance.now() - at);
       }
       times.sort((a, b) => a - b);
+      const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
       lines.push(
+        `  Redis used_memory ${(used / 1024 / 1024).toFixed(0)} MiB (${Math.round(used / (size + 500 * (SIZES.indexOf(size) + 1)))} bytes per event)`,
         `  list first page ${ms(figures.first)}, deep page ${ms(figures.deep)}; type first ${ms(figures.typeFirst)}, deep ${ms(figures.typeDeep)}; ` +
           `outcome=failed ${ms(figures.outcome)}; since/until ${ms(figures.sinceUntil)}; type+outcome sparse ${ms(figures.sparse)} (${sparse.items.length} items, next: ${sparse.next !== undefined}); ` +
           `eventId ${ms(figures.event)}; deliveryId ${ms(figures.delivery)}; get ${ms(figures.get)}`,
