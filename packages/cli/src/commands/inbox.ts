@@ -353,7 +353,14 @@ async function* matching(inbox: OpenedInbox, query: InboxQuery, max?: number): A
 async function list(inbox: OpenedInbox, options: ListOptions): Promise<void> {
   const query: InboxQuery = { ...queryOf(options), limit: options.limit };
   if (options.cursor !== undefined) query.cursor = options.cursor;
-  const page = await inbox.list(query);
+  const page = await inbox.list(query).catch((error: unknown) => {
+    if (options.cursor !== undefined && error instanceof TypeError && /cursor/i.test(error.message)) {
+      throw new UsageError(
+        "--cursor is not one this inbox gave: copy the 'next page: --cursor …' of the previous page, with the same filters.",
+      );
+    }
+    throw error;
+  });
   if (options.json) {
     printJson({ items: page.items, next: page.next ?? null });
     return;
@@ -589,7 +596,7 @@ async function replay(inbox: OpenedInbox, target: ReplayTarget, options: ReplayO
     if (options.json) printJson({ requested, missing, results: null });
     else {
       process.stdout.write(
-        `${pc.green('✓')} ${requested} ${plural(requested, 'replay')} requested in ${escapeText(where)}: your app (a Webhooks given this archive) runs them within its replayPollMs (1 s by default); --wait shows them run.\n`,
+        `${pc.green('✓')} ${requested} ${plural(requested, 'replay')} requested in ${escapeText(where)}: your app (a Webhooks given this archive) runs ${requested === 1 ? 'it' : 'them'} within its replayPollMs (1 s by default); --wait shows ${requested === 1 ? 'it' : 'them'} run.\n`,
       );
     }
     if (missing.length > 0) process.exitCode = 1;
