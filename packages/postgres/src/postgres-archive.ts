@@ -441,46 +441,43 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
         explain: this.#explain,
       }),
     );
-    const run = async <R extends QueryResultRow>(text: string, values: unknown[], what: string) => {
-      try {
-        return await bounded(
-          connection.client.query<R>(this.#config(text, values)),
-          READ_TIMEOUT_MS,
-          'its limit',
-          what,
-          {
-            explain: this.#explain,
-          },
-        );
-      } catch (error) {
-        // Closing the connection also drops the lock.
-        connection.destroy(asError(error));
-        throw error;
+    const run = <R extends QueryResultRow>(text: string, values: unknown[], what: string) =>
+      bounded(connection.client.query<R>(this.#config(text, values)), READ_TIMEOUT_MS, 'its limit', what, {
+        explain: this.#explain,
+      });
+    try {
+      const lockRows = (await run<{ locked: boolean }>(sql.pruneLock, [lock], 'the prune lock')).rows;
+      if (!(lockRows[0] as { locked: boolean }).locked) {
+        connection.release();
+        return 0;
       }
-    };
-    const locked = (await run<{ locked: boolean }>(sql.pruneLock, [lock], 'the prune lock')).rows[0]?.locked;
-    if (!locked) {
+      let deleted = 0;
+      for (;;) {
+        const result = await run(sql.pruneExpired, [Date.now() - this.#options.retentionMs, PRUNE_BATCH], 'pruning');
+        deleted += Number(result.rowCount);
+        if (Number(result.rowCount) < PRUNE_BATCH) break;
+      }
+      const sum = await run<{ total: number }>(sql.keptTotal, [], 'summing the kept bytes');
+      let excess = (sum.rows[0] as { total: number }).total - this.#options.maxBytes;
+      while (excess > 0) {
+        const { rows } = await run<{ kept: number }>(sql.pruneOldest, [excess, PRUNE_BATCH], 'pruning the oldest');
+        deleted += rows.length;
+        for (const row of rows) excess -= row.kept;
+        // Fewer than a batch: the bytes were freed (or another client deleted what was left).
+        if (rows.length < PRUNE_BATCH) break;
+      }
+      await run(sql.pruneUnlock, [lock], 'the prune lock');
       connection.release();
-      return 0;
+      return deleted;
+    } catch (error) {
+      // Unlocked now, so the next prune can run at once (a closed connection's lock lasts until
+      // Postgres notices); a connection that cannot even do that is closed, which drops the lock.
+      await run(sql.pruneUnlock, [lock], 'the prune lock').then(
+        () => connection.release(),
+        (unlockError: unknown) => connection.destroy(asError(unlockError)),
+      );
+      throw error;
     }
-    let deleted = 0;
-    for (;;) {
-      const result = await run(sql.pruneExpired, [Date.now() - this.#options.retentionMs, PRUNE_BATCH], 'pruning');
-      deleted += Number(result.rowCount);
-      if (Number(result.rowCount) < PRUNE_BATCH) break;
-    }
-    const sum = await run<{ total: number }>(sql.keptTotal, [], 'summing the kept bytes');
-    let excess = (sum.rows[0] as { total: number }).total - this.#options.maxBytes;
-    while (excess > 0) {
-      const { rows } = await run<{ kept: number }>(sql.pruneOldest, [excess, PRUNE_BATCH], 'pruning the oldest');
-      deleted += rows.length;
-      for (const row of rows) excess -= row.kept;
-      // Fewer than a batch: the bytes were freed (or another client deleted what was left).
-      if (rows.length < PRUNE_BATCH) break;
-    }
-    await run(sql.pruneUnlock, [lock], 'the prune lock');
-    connection.release();
-    return deleted;
   }
 
   /** Stops polling for replays and pruning in the background. It does not end the pool. */

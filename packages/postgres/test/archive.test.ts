@@ -517,6 +517,36 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
       await until(async () => (await archive.get('evt_slow'))?.deliveries === 2, 'the late write');
     });
 
+    it('rejects with the write error when the event connection is cut while the write waits', async () => {
+      const { archive } = await freshArchive({ writeTimeoutMs: 9_000 });
+      await archive.record(delivery('evt_cut', { at: 1 }));
+      const blocker = await pool.connect();
+      const client = await pool.connect();
+      const clientErrors: Error[] = [];
+      client.on('error', (error) => void clientErrors.push(error));
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query(`SELECT 1 FROM ${uniqueTableOf(archive)} WHERE event_id = 'evt_cut' FOR UPDATE`);
+        const pid = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+        await client.query('BEGIN');
+        const recording = archive.record(delivery('evt_cut', { at: 2 }), client).catch((error: Error) => error);
+        await until(
+          async () =>
+            (await pool.query('SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0]
+              ?.wait_event_type === 'Lock',
+          'the write to wait on the row',
+        );
+        await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+        // The write failed and so did ROLLBACK TO SAVEPOINT (no connection): the write's error is the one.
+        expect(String(await recording)).toMatch(/terminat/);
+        await blocker.query('ROLLBACK');
+      } finally {
+        client.release(true);
+        blocker.release();
+      }
+      expect((await archive.get('evt_cut'))?.deliveries).toBe(1);
+    });
+
     it('with Postgres frozen during the savepoint, never sends the write, and the event still commits', async () => {
       const { archive } = await freshArchive({ writeTimeoutMs: 300 });
       const business = uniqueTable('rows');
@@ -646,6 +676,31 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
       }
     });
 
+    it('rejects when its connection is cut mid-prune, and the next prune runs', async () => {
+      const { archive } = await freshArchive({ retentionMs: 60_000 });
+      await archive.record(delivery('evt_locked_old', { at: Date.now() - 120_000 }));
+      const blocker = await pool.connect();
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query(`SELECT 1 FROM ${uniqueTableOf(archive)} WHERE event_id = 'evt_locked_old' FOR UPDATE`);
+        const pruning = archive.prune().catch((error: Error) => error);
+        let pid: number | undefined;
+        await until(async () => {
+          const { rows } = await pool.query(
+            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM%'",
+          );
+          pid = rows[0]?.pid;
+          return pid !== undefined;
+        }, 'the prune to wait on the row');
+        await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+        expect(String(await pruning)).toMatch(/terminat/);
+        await blocker.query('ROLLBACK');
+      } finally {
+        blocker.release();
+      }
+      expect(await archive.prune()).toBe(1);
+    });
+
     it('reports a background prune that fails to onError, and a prune() that fails rejects', async () => {
       const errors: Error[] = [];
       const table = uniqueTable('inbox');
@@ -664,6 +719,10 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
       await until(() => errors.length > 0, 'the prune error');
       expect(errors[0]?.message).toMatch(/migrateArchive/);
       await expect(archive.prune()).rejects.toThrow(/migrateArchive/);
+      // close() waits for a prune under way, failed or not.
+      const pruning = archive.prune();
+      await archive.close();
+      await expect(pruning).rejects.toThrow(/migrateArchive/);
     });
   });
 
