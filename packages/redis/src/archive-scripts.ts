@@ -1,6 +1,7 @@
 /**
  * RedisArchive's Lua scripts. Every key is `{<prefix>}:…` (one hash tag, so one slot): `e:<id>` a
- * hash (the event), `t:<id>` a list (its timeline, JSON entries), `all`, `type:<type>` and
+ * hash (the event's summary: small fields, so Redis keeps it compact), `b:<id>` its first
+ * delivery's headers (JSON), a newline and its body (base64), `t:<id>` a list (its timeline, JSON entries), `all`, `type:<type>` and
  * `outcome:<outcome>` sorted sets (member: event id, score: lastAt), `d:<deliveryId>` the event id
  * of a delivery, `idx` a hash (event id → "<bytes kept> <type>", so a prune can undo an event whose
  * keys already expired), `bytes` the total kept, `replays` a list of requested event ids.
@@ -23,7 +24,7 @@ end
  * first delivery written (firstAt: its earliest delivery's time), appends the timeline entry, sets the outcome by `outcomeAfter`'s rule, moves the
  * event in the sorted sets to its lastAt (the latest entry's `at`, never backwards), counts the bytes.
  * KEYS: 1 e, 2 t, 3 all, 4 type, 5 idx, 6 bytes, 7-10 outcome:processed/failed/queued/dead-letter,
- * 11 d:<deliveryId> (a delivery) or e again (a step).
+ * 11 d:<deliveryId> (a delivery) or e again (a step), 12 b.
  * ARGV: 1 id, 2 kind, 3 result, 4 at, 5 type, 6 timeline entry (JSON), 7 retention ms, 8 created
  * ('' when none), 9 mode, 10 body (base64), 11 headers (JSON), 12 body bytes.
  */
@@ -48,13 +49,14 @@ if not before then
   end
   redis.call('DEL', KEYS[2])
   redis.call('HSET', e, 'type', ARGV[5], 'created', '', 'firstAt', at, 'lastAt', at, 'deliveries', 0,
-    'bytes', 0, 'size', 0, 'mode', kind == 'job' and 'queued' or 'inline', 'body', '', 'headers', '{}')
+    'bytes', 0, 'size', 0, 'mode', kind == 'job' and 'queued' or 'inline')
+  redis.call('SET', KEYS[12], '{}\\n')
 end
 local size = #ARGV[6]
 if kind == 'delivery' then
   if redis.call('HINCRBY', e, 'deliveries', 1) == 1 then
-    redis.call('HSET', e, 'firstAt', at, 'created', ARGV[8], 'mode', ARGV[9], 'body', ARGV[10],
-      'headers', ARGV[11], 'bytes', ARGV[12])
+    redis.call('HSET', e, 'firstAt', at, 'created', ARGV[8], 'mode', ARGV[9], 'bytes', ARGV[12])
+    redis.call('SET', KEYS[12], ARGV[11] .. '\\n' .. ARGV[10])
     size = size + #ARGV[10] + #ARGV[11]
   elseif tonumber(at) < tonumber(redis.call('HGET', e, 'firstAt')) then
     -- Deliveries written at once may land out of order: firstAt is the earliest.
@@ -75,6 +77,7 @@ if before and before ~= after and outcomes[before] then redis.call('ZREM', outco
 redis.call('ZADD', outcomes[after], last, id)
 redis.call('PEXPIRE', e, ARGV[7])
 redis.call('PEXPIRE', KEYS[2], ARGV[7])
+redis.call('PEXPIRE', KEYS[12], ARGV[7])
 return after
 `;
 
@@ -82,13 +85,13 @@ return after
 export const SUMMARY_FIELDS = ['type', 'created', 'firstAt', 'lastAt', 'outcome', 'deliveries', 'bytes', 'mode'];
 
 /**
- * Get: the event's summary fields, body and headers, and its timeline; nil when it is not kept.
- * KEYS: 1 e, 2 t.
+ * Get: the event's summary fields, its timeline, and its headers and body; nil when it is not kept.
+ * KEYS: 1 e, 2 t, 3 b.
  */
 export const GET = `
-local h = redis.call('HMGET', KEYS[1], ${SUMMARY_FIELDS.map((field) => `'${field}'`).join(', ')}, 'body', 'headers')
+local h = redis.call('HMGET', KEYS[1], ${SUMMARY_FIELDS.map((field) => `'${field}'`).join(', ')})
 if not h[1] then return false end
-return { h, redis.call('LRANGE', KEYS[2], 0, -1) }
+return { h, redis.call('LRANGE', KEYS[2], 0, -1), redis.call('GET', KEYS[3]) }
 `;
 
 /**
@@ -195,7 +198,7 @@ local function drop(id)
   for _, outcome in ipairs({ 'processed', 'failed', 'queued', 'dead-letter' }) do
     redis.call('ZREM', p .. 'outcome:' .. outcome, id)
   end
-  redis.call('DEL', p .. 'e:' .. id, p .. 't:' .. id)
+  redis.call('DEL', p .. 'e:' .. id, p .. 't:' .. id, p .. 'b:' .. id)
   redis.call('HDEL', KEYS[2], id)
   redis.call('DECRBY', KEYS[3], size)
   removed = removed + 1

@@ -109,6 +109,7 @@ export class RedisArchive implements WebhookArchive, InboxReader {
         ...this.#eventKeys(eventId, checked.eventType),
         ...outcomeKeys,
         this.#key(`d:${checked.deliveryId}`),
+        this.#key(`b:${eventId}`),
       ];
       args = [
         ...keys,
@@ -126,7 +127,12 @@ export class RedisArchive implements WebhookArchive, InboxReader {
         String(bytes.byteLength),
       ];
     } else {
-      const keys = [...this.#eventKeys(eventId, checked.eventType), ...outcomeKeys, this.#key(`e:${eventId}`)];
+      const keys = [
+        ...this.#eventKeys(eventId, checked.eventType),
+        ...outcomeKeys,
+        this.#key(`e:${eventId}`),
+        this.#key(`b:${eventId}`),
+      ];
       args = [
         ...keys,
         eventId,
@@ -144,7 +150,7 @@ export class RedisArchive implements WebhookArchive, InboxReader {
       ];
     }
     // The entry's kind names it in errors: the event id is untrusted text.
-    await this.#eval('record', checked.kind, SCRIPTS.record, 11, args);
+    await this.#eval('record', checked.kind, SCRIPTS.record, 12, args);
     this.#startPruning();
   }
 
@@ -186,18 +192,21 @@ export class RedisArchive implements WebhookArchive, InboxReader {
   /** The event in full (the body and headers of its first delivery, its timeline), or undefined. */
   async get(eventId: string): Promise<InboxEvent | undefined> {
     checkId(eventId, 'get(eventId)', 'the event id');
-    const reply = (await this.#eval('get', 'event', SCRIPTS.get, 2, [
+    const reply = (await this.#eval('get', 'event', SCRIPTS.get, 3, [
       this.#key(`e:${eventId}`),
       this.#key(`t:${eventId}`),
-    ])) as [(string | null)[], string[]] | null;
+      this.#key(`b:${eventId}`),
+    ])) as [(string | null)[], string[], string | null] | null;
     if (reply === null) return undefined;
-    const [fields, timeline] = reply;
-    const summary = summaryOf([eventId, ...fields.slice(0, 8)]);
+    const [fields, timeline, stored] = reply;
+    // `<headers JSON>\n<body base64>`, written when the event is created; a missing or mangled one
+    // (deleted by hand) fails the headers' JSON check below.
+    const text = String(stored);
+    const newline = text.indexOf('\n');
     return {
-      ...summary,
-      // Both are set when the event is created.
-      body: new Uint8Array(Buffer.from(fields[8] as string, 'base64')),
-      headers: parseJson(fields[9] as string, 'headers') as Record<string, string>,
+      ...summaryOf([eventId, ...fields]),
+      body: new Uint8Array(Buffer.from(text.slice(newline + 1), 'base64')),
+      headers: parseJson(text.slice(0, newline), 'headers') as Record<string, string>,
       timeline: timeline.map((text, index) => parseJson(text, `timeline entry ${index}`) as InboxTimelineEntry),
     };
   }

@@ -520,7 +520,9 @@ describeWithRedis('RedisArchive on a real redis-server', () => {
       expect(await archive.prune()).toBe(5);
       expect((await allPages(archive, {})).map((item) => item.eventId).sort()).toEqual([...fresh].sort());
       expect(await archive.get(old[0]!)).toBeUndefined();
-      expect(await admin.exists(`{${prefix}}:e:${old[0]}`, `{${prefix}}:t:${old[0]}`)).toBe(0);
+      expect(await admin.exists(`{${prefix}}:e:${old[0]}`, `{${prefix}}:t:${old[0]}`, `{${prefix}}:b:${old[0]}`)).toBe(
+        0,
+      );
       expect(await admin.zcard(`{${prefix}}:type:old.type`)).toBe(0);
       expect(await admin.zcard(`{${prefix}}:outcome:dead-letter`)).toBe(0);
       expect(await admin.hlen(`{${prefix}}:idx`)).toBe(3);
@@ -533,6 +535,9 @@ describeWithRedis('RedisArchive on a real redis-server', () => {
       expect(ttl).toBeGreaterThan(50_000);
       expect(ttl).toBeLessThanOrEqual(60_000);
       expect(await admin.pttl(`{${prefix}}:t:${fresh[0]}`)).toBeGreaterThan(50_000);
+      expect(await admin.pttl(`{${prefix}}:b:${fresh[0]}`)).toBeGreaterThan(50_000);
+      // The summary stays a small hash, which Redis keeps compact (a listpack).
+      expect(await admin.object('ENCODING', `{${prefix}}:e:${fresh[0]}`)).toBe('listpack');
     });
 
     it('keeps at most maxEvents, deleting the oldest, more than one batch of them', async () => {
@@ -817,10 +822,13 @@ describeWithRedis('RedisArchive on a real redis-server', () => {
       /^pixhook: RedisArchive: record\(delivery\) failed: .*WRONGTYPE/,
     );
     await expect(archive.list()).rejects.toThrow(/^pixhook: RedisArchive: list\(inbox\) failed: .*WRONGTYPE/);
-    await admin.hset(`{${prefix}}:e:${id}`, 'headers', 'not json {');
+    const stored = await admin.get(`{${prefix}}:b:${id}`);
+    await admin.set(`{${prefix}}:b:${id}`, 'not json {\nAAAA');
     await expect(archive.get(id)).rejects.toThrow(/^pixhook: RedisArchive: get\(event\): its headers is not JSON/);
+    await admin.del(`{${prefix}}:b:${id}`);
+    await expect(archive.get(id)).rejects.toThrow(/its headers is not JSON/);
     await admin.rpush(`{${prefix}}:t:${id}`, '<not json>');
-    await admin.hset(`{${prefix}}:e:${id}`, 'headers', '{}');
+    await admin.set(`{${prefix}}:b:${id}`, stored!);
     await expect(archive.get(id)).rejects.toThrow(/its timeline entry 2 is not JSON/);
   });
 
