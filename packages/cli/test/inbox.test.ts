@@ -469,7 +469,7 @@ describeWithPostgres('pixhook inbox', () => {
         const downPort = (free.address() as AddressInfo).port;
         await new Promise((resolve) => free.close(resolve));
         const cases: [string[], number, string][] = [
-          [['inbox', 'list', ...args, '--cursor', 'not-a-cursor'], 2, 'cursor'],
+          [['inbox', 'list', ...args, '--cursor', 'not-a-cursor'], 2, '--cursor is not one this inbox gave'],
           [['inbox', 'list', ...args, '--limit', '0'], 2, "option '--limit <n>' argument '0' is invalid"],
           [['inbox', 'list', ...args, '--limit', '501'], 2, 'expected a whole number from 1 to 500'],
           [
@@ -503,6 +503,29 @@ describeWithPostgres('pixhook inbox', () => {
       }, 60_000);
     });
   }
+
+  test('a Postgres that stopped answering (SIGSTOP): inbox and dead-letters --postgres exit 1 within seconds, saying so', async () => {
+    const { args } = await backends.postgres.open();
+    postgres.pause();
+    try {
+      const timed = async (command: string[]) => {
+        const started = performance.now();
+        return { ...(await run(command)), ms: performance.now() - started };
+      };
+      const [list, deadLetters] = await Promise.all([
+        timed(['inbox', 'list', ...args]),
+        timed(['dead-letters', 'list', '--postgres', postgres.url]),
+      ]);
+      for (const result of [list, deadLetters]) {
+        expect(result.code, result.stderr).toBe(1);
+        expect(result.stderr).toContain(`Postgres at ${postgres.url} did not answer within 5 s`);
+        // 5 s of pixhook's own timer, then the process ends; the margin is for a busy machine.
+        expect(result.ms, result.stderr).toBeLessThan(25_000);
+      }
+    } finally {
+      postgres.resume();
+    }
+  }, 60_000);
 
   test('where: --postgres alone reads DATABASE_URL, neither option the one variable set; both set, none, or the wrong naming option: exit 2', async () => {
     const { archive, args } = await backends.postgres.open();
