@@ -47,10 +47,13 @@ describeWithPostgres('the pg-boss queue imported from @pixhook/postgres (depreca
   it('gives every name it gave before the move: the same function, the same class', () => {
     expect(Object.keys(postgres).sort()).toEqual([
       'PgBossQueue',
+      'PostgresArchive',
       'PostgresStore',
       'PostgresTransactions',
+      'getArchiveMigrationSql',
       'getMigrationSql',
       'migrate',
+      'migrateArchive',
       'pgBossJobIdFor',
     ]);
     expect(postgres.pgBossJobIdFor).toBe(moved.pgBossJobIdFor);
