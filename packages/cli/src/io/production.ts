@@ -234,10 +234,10 @@ export async function openInbox(location: InboxLocation): Promise<OpenedInbox> {
     const schema = checkName(location.schema, DEFAULT_INBOX_SCHEMA, '--schema');
     const url = server.url;
     const [{ PostgresArchive }, pg] = await Promise.all([
-      loadPeer('@pixhook/postgres', () => import('@pixhook/postgres'), 'The inbox on Postgres') as Promise<{
+      loadPeer('@pixhook/postgres', () => import('@pixhook/postgres'), 'inbox --postgres') as Promise<{
         PostgresArchive?: ArchiveConstructor;
       }>,
-      loadPeer('pg', () => import('pg'), 'The inbox on Postgres'),
+      loadPeer('pg', () => import('pg'), 'inbox --postgres'),
     ]);
     if (typeof PostgresArchive !== 'function') {
       throw new FailedError(
@@ -255,10 +255,10 @@ export async function openInbox(location: InboxLocation): Promise<OpenedInbox> {
   const prefix = checkName(location.prefix, DEFAULT_INBOX_PREFIX, '--prefix');
   const url = server.url;
   const [{ RedisArchive }, Redis] = await Promise.all([
-    loadPeer('@pixhook/redis', () => import('@pixhook/redis'), 'The inbox on Redis') as Promise<{
+    loadPeer('@pixhook/redis', () => import('@pixhook/redis'), 'inbox --redis') as Promise<{
       RedisArchive?: ArchiveConstructor;
     }>,
-    loadIoRedis('The inbox on Redis'),
+    loadIoRedis('inbox --redis'),
   ]);
   if (typeof RedisArchive !== 'function') {
     throw new FailedError(
@@ -455,11 +455,7 @@ export async function openDeadLetters(location: DeadLetterLocation): Promise<Ope
 }
 
 async function openBullMQ(url: RedisUrl, name: string, prefix: string, reconnect: boolean) {
-  const { BullMQQueue } = await loadPeer(
-    '@pixhook/bullmq',
-    () => import('@pixhook/bullmq'),
-    'Dead letters on Redis (BullMQ)',
-  );
+  const { BullMQQueue } = await loadPeer('@pixhook/bullmq', () => import('@pixhook/bullmq'), 'dead-letters');
   const where = `queue ${name} (prefix ${prefix}) on ${url.shown}`;
   const describe = (error: unknown) => describeRedisError(error, url);
   const queue = new BullMQQueue({
@@ -490,8 +486,8 @@ interface PgBossInstance {
 
 async function openPgBoss(url: PostgresUrl, name: string, schema: string) {
   const [{ PgBossQueue }, pgBoss] = await Promise.all([
-    loadPeer('@pixhook/pg-boss', () => import('@pixhook/pg-boss'), 'Dead letters on Postgres (pg-boss)'),
-    loadPeer('pg-boss', () => import('pg-boss'), 'Dead letters on Postgres (pg-boss)'),
+    loadPeer('@pixhook/pg-boss', () => import('@pixhook/pg-boss'), 'dead-letters --postgres'),
+    loadPeer('pg-boss', () => import('pg-boss'), 'dead-letters --postgres'),
   ]);
   const PgBoss = ((pgBoss as { default?: unknown }).default ?? pgBoss) as new (
     options: Record<string, unknown>,
