@@ -121,9 +121,9 @@ export function archiveStatements(names: ArchiveNames) {
   RETURNING event_id
 )
 INSERT INTO ${t} (event_id, at, delivery_id, entry) SELECT event_id, $4, $13, $14 FROM event`,
-    /** $1 event id: the event and its timeline, oldest first. */
+    /** $1 event id: the event and its timeline, oldest first (on `at`, then as written: a job may end before its delivery is archived). */
     get: `SELECT ${SUMMARY}, body, headers,
-  (SELECT coalesce(json_agg(t.entry ORDER BY t.id), '[]') FROM ${t} t WHERE t.event_id = e.event_id) AS timeline
+  (SELECT coalesce(json_agg(t.entry ORDER BY t.at, t.id), '[]') FROM ${t} t WHERE t.event_id = e.event_id) AS timeline
 FROM ${e} e WHERE event_id = $1`,
     /** $1 event ids, $2 now (ms): one request per archived event among them, in their order. */
     requestReplay: `INSERT INTO ${r} (event_id, requested_at)

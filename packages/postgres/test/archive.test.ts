@@ -170,6 +170,17 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
   });
 
   describe('record and get', () => {
+    it('reads a timeline in time order when a job was archived before the delivery that queued it', async () => {
+      const { archive } = await freshArchive();
+      await archive.record(step('evt_fast_job', { at: 2_000 }));
+      const first = delivery('evt_fast_job', { at: 1_000, mode: 'queued', result: 'queued', status: 202 });
+      await archive.record(first);
+      const event = await archive.get('evt_fast_job');
+      expect(event?.timeline.map((entry) => entry.kind)).toEqual(['delivery', 'job']);
+      expect(event).toMatchObject({ outcome: 'processed', deliveries: 1, mode: 'queued', firstAt: 1_000 });
+      expect(Buffer.from(event?.body ?? []).equals(Buffer.from(first.body))).toBe(true);
+    });
+
     it('keeps the first delivery bytes-exact with its headers, and every entry in the timeline, oldest first', async () => {
       const { archive } = await freshArchive();
       // Not UTF-8, a NUL, and every byte value: bytes, not text.
