@@ -2,7 +2,7 @@
  * `pixhook inbox`, the built binary against a real PostgresArchive and a real RedisArchive: the
  * archive is seeded through its public API (record()), or by a real Webhooks given it (for replay).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -457,6 +457,12 @@ describeWithPostgres('pixhook inbox', () => {
           expect((JSON.parse(written[0] as string) as JsonEvent).eventId).toBe(ids[1]);
           expect(toFile.stderr).toContain(`exported to ${file}`);
           expect(limited.stdout.trimEnd().split('\n')).toHaveLength(2);
+          // A write that fails (a full disk: Linux's /dev/full) fails the command, it is not lost silently.
+          if (existsSync('/dev/full')) {
+            const full = await run(['inbox', 'export', ...args, '--output', '/dev/full']);
+            expect(full.code, full.stderr).toBe(1);
+            expect(full.stderr).toContain('Cannot write /dev/full: ENOSPC');
+          }
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }
@@ -480,6 +486,11 @@ describeWithPostgres('pixhook inbox', () => {
           [['inbox', 'list', ...args, '--since', 'yesterday'], 2, 'expected an ISO date or date-time'],
           [['inbox', 'list', ...args, '--since', '1h', '--until', '2h'], 2, '--since must be before --until'],
           [['inbox', 'replay', ...args], 2, 'Name the events to replay'],
+          [
+            ['inbox', 'export', ...args, '--output', '/no/such/dir/x.ndjson'],
+            2,
+            'Cannot write /no/such/dir/x.ndjson: ENOENT',
+          ],
           [['inbox', 'replay', 'evt_1', '--type', 'image.created', ...args], 2, 'not both'],
           [
             ['inbox', 'list', '--redis', backend.downUrl(downPort), '--postgres', backend.downUrl(downPort)],

@@ -679,32 +679,50 @@ function replayLine(report: ReplayReport): string {
 
 async function exportEvents(inbox: OpenedInbox, options: ExportOptions): Promise<void> {
   const file = options.output;
-  const stream: NodeJS.WriteStream | WriteStream = file === undefined ? process.stdout : createWriteStream(file);
-  if (file !== undefined) {
-    await new Promise<void>((resolve, reject) => {
-      (stream as WriteStream).once('open', () => resolve());
-      (stream as WriteStream).once('error', (error: NodeJS.ErrnoException) =>
-        reject(new UsageError(`Cannot write ${file}: ${error.code ?? error.message}.`)),
-      );
-    });
-  }
+  const stream = file === undefined ? undefined : await openOutput(file);
+  const output: NodeJS.WritableStream = stream ?? process.stdout;
   let count = 0;
   try {
     for await (const summary of matching(inbox, queryOf(options), options.max)) {
       const event = await inbox.get(summary.eventId);
       // Pruned since it was listed.
       if (!event) continue;
-      if (!stream.write(`${safeJson(jsonOf(event))}\n`)) {
-        await new Promise<void>((resolve) => (stream as WriteStream).once('drain', () => resolve()));
-      }
+      await write(output, `${safeJson(jsonOf(event))}\n`, file);
       count++;
     }
   } finally {
-    if (file !== undefined) await new Promise((resolve) => (stream as WriteStream).end(resolve));
+    if (stream) await new Promise<void>((resolve) => stream.end(() => resolve()));
   }
   const filters = hasFilter(options) ? ` matching ${describeFilters(options)}` : '';
   const to = file === undefined ? '' : ` to ${escapeText(file)}`;
   process.stderr.write(
     `${pc.green('✓')} ${count} ${plural(count, 'event')} of ${escapeText(inbox.where)}${filters} exported${to} (NDJSON, newest first)\n`,
   );
+}
+
+/** A file to write, opened (replaced), or a UsageError naming why it cannot be. */
+async function openOutput(file: string): Promise<WriteStream> {
+  const stream = createWriteStream(file);
+  await new Promise<void>((resolve, reject) => {
+    stream.once('open', () => resolve());
+    stream.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new UsageError(`Cannot write ${file}: ${error.code ?? error.message}.`)),
+    );
+  });
+  return stream;
+}
+
+/** Writes `text`, waiting when the stream is full; a write that fails (a full disk) fails the command. */
+function write(stream: NodeJS.WritableStream, text: string, file: string | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const fail = (error: NodeJS.ErrnoException) =>
+      reject(new FailedError(`Cannot write ${file ?? 'the output'}: ${error.code ?? error.message}.`));
+    stream.once('error', fail);
+    const done = () => {
+      stream.off('error', fail);
+      resolve();
+    };
+    if (stream.write(text)) done();
+    else stream.once('drain', done);
+  });
 }
