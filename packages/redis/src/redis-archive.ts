@@ -207,7 +207,11 @@ export class RedisArchive implements WebhookArchive, InboxReader {
       ...summaryOf([eventId, ...fields]),
       body: new Uint8Array(Buffer.from(text.slice(newline + 1), 'base64')),
       headers: parseJson(text.slice(0, newline), 'headers') as Record<string, string>,
-      timeline: timeline.map((text, index) => parseJson(text, `timeline entry ${index}`) as InboxTimelineEntry),
+      // Oldest first: ordered on `at`, then as written (the sort is stable). A queue worker may
+      // write its job's step before the delivery that queued it.
+      timeline: timeline
+        .map((text, index) => parseJson(text, `timeline entry ${index}`) as InboxTimelineEntry)
+        .sort((a, b) => a.at - b.at),
     };
   }
 

@@ -297,6 +297,18 @@ describeWithRedis('RedisArchive on a real redis-server', () => {
       outcome: 'processed',
     });
     expect(Buffer.from(both!.body).toString()).toBe(Buffer.from(late.body).toString());
+    // The timeline reads in time order, ties as written.
+    expect(both!.timeline.map((row) => [row.kind, row.at])).toEqual([
+      ['delivery', 2_000_000],
+      ['job', 2_000_100],
+    ]);
+    await archive.record(step(early, { at: 2_000_100, result: 'failed' }));
+    const tie = await archive.get(early);
+    expect(tie!.timeline.map((row) => [row.at, row.result])).toEqual([
+      [2_000_000, 'queued'],
+      [2_000_100, 'processed'],
+      [2_000_100, 'failed'],
+    ]);
 
     // Deliveries written at once may land out of order: firstAt is the earliest, the body the first written.
     const racing = newId();
