@@ -11,6 +11,7 @@ import {
   DEFAULT_BULLMQ_PREFIX,
   DEFAULT_PGBOSS_SCHEMA,
   DEFAULT_QUEUE,
+  endWhenStalled,
   type OpenedDeadLetters,
   openDeadLetters,
 } from '../io/production.js';
@@ -204,11 +205,15 @@ async function withQueue(
   command: Command,
   act: (queue: OpenedDeadLetters, where: string) => Promise<void>,
 ) {
-  const queue = await openDeadLetters(location(options, command));
   try {
-    await act(queue, queue.where);
+    const queue = await openDeadLetters(location(options, command));
+    try {
+      await act(queue, queue.where);
+    } finally {
+      await queue.close();
+    }
   } finally {
-    await queue.close();
+    endWhenStalled();
   }
 }
 

@@ -13,6 +13,7 @@ import {
   DEFAULT_INBOX_PREFIX,
   DEFAULT_INBOX_SCHEMA,
   DEFAULT_INBOX_TABLE,
+  endWhenStalled,
   type InboxLocation,
   type OpenedInbox,
   openInbox,
@@ -291,11 +292,15 @@ export function inboxLocation(options: WhereOptions): InboxLocation {
 
 /** Opens the inbox (within seconds, or a FailedError naming the server), runs `act`, and always closes it. */
 async function withInbox(options: WhereOptions, act: (inbox: OpenedInbox) => Promise<void>): Promise<void> {
-  const inbox = await openInbox(inboxLocation(options));
   try {
-    await act(inbox);
+    const inbox = await openInbox(inboxLocation(options));
+    try {
+      await act(inbox);
+    } finally {
+      await inbox.close();
+    }
   } finally {
-    await inbox.close();
+    endWhenStalled();
   }
 }
 

@@ -62,7 +62,7 @@ export interface OpenedInbox extends InboxReader {
   readonly where: string;
   /** `'postgres'` or `'redis'`. */
   readonly kind: 'postgres' | 'redis';
-  /** Closes the archive and the connection opened for it. */
+  /** Closes the archive and the connection opened for it; resolves within half a second, even with a stalled server. */
   close(): Promise<void>;
 }
 
@@ -98,12 +98,23 @@ export interface OpenedDeadLetters {
   discardDeadLetter(id: string): Promise<boolean>;
   retryAllDeadLetters(): Promise<number>;
   discardAllDeadLetters(): Promise<number>;
-  /** Closes the queue and the connection (and the pg-boss) opened for it. */
+  /** Closes the queue and the connection (and the pg-boss) opened for it; resolves within half a second, even with a stalled server. */
   close(): Promise<void>;
 }
 
-/** How long closing may take before the command ends anyway (a stalled server). */
+/** How long `close()` waits for a connection to end (a stalled server may never answer). */
 const CLOSE_TIMEOUT_MS = 500;
+/** How long after a command that runs once a socket may still hold the process open. */
+const STALLED_EXIT_MS = 1_000;
+
+/**
+ * For a command that runs once (not the dashboard, not a library user): ends the process if a
+ * stalled server's socket still holds it open `STALLED_EXIT_MS` after the command is done, with
+ * the exit code already set. Unref'd: when nothing else holds the process, it ends by itself first.
+ */
+export function endWhenStalled(): void {
+  setTimeout(() => process.exit(), STALLED_EXIT_MS).unref();
+}
 
 /** Exactly one of the two URLs, or a usage error saying so. */
 function oneServer(location: { postgres?: string | undefined; redis?: string | undefined }, what: string) {
@@ -162,22 +173,19 @@ function within<T>(promise: Promise<T>, ms: number, timeout: () => Error): Promi
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-/** Runs `close`, waiting at most CLOSE_TIMEOUT_MS; a failure to close is not the command's failure. */
+/**
+ * Runs `close`, waiting at most CLOSE_TIMEOUT_MS: a stalled server never holds up the caller (a
+ * command ends with {@link endWhenStalled}). A failure to close is not the caller's failure.
+ */
 async function closeWithin(close: () => Promise<unknown>): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  const closed = await Promise.race([
-    close().then(
-      () => true,
-      () => true,
-    ),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS);
+  await Promise.race([
+    close().catch(() => {}),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
     }),
   ]);
   clearTimeout(timer);
-  // Unref'd: it only fires if something (a stalled socket) still keeps the process alive, once
-  // the result (or the error) has been printed.
-  if (!closed) setTimeout(() => process.exit(), 200).unref();
 }
 
 /** Errors from a server, as a FailedError naming it (password masked); a TypeError (bad input) passes. */
