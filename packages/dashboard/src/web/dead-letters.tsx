@@ -170,7 +170,9 @@ function Queue({ source, readOnly, announce }: { source: Source; readOnly: boole
                 <span class="mono" data-testid="dead-letter-event">
                   <Untrusted text={letter.delivery?.event.id ?? letter.jobId} />
                 </span>
-                <span>{letter.attemptsMade} attempts</span>
+                <span>
+                  {letter.attemptsMade} {letter.attemptsMade === 1 ? 'attempt' : 'attempts'}
+                </span>
                 <span class="spacer" />
                 <button
                   type="button"

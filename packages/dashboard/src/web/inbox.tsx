@@ -1,5 +1,5 @@
 import type { InboxOutcome, InboxPage, InboxSummary, InboxTimelineEntry } from '@pixhook/core';
-import { useEffect, useId, useState } from 'preact/hooks';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { InboxEventView, ReplayAnswer } from '../protocol.js';
 import { call } from './api.js';
 import { Confirm } from './confirm.js';
@@ -300,6 +300,10 @@ function EventDetail({
   const [error, setError] = useState<string>();
   const [hex, setHex] = useState(false);
   const [n, setN] = useState(0);
+  const section = useRef<HTMLElement>(null);
+
+  // Opened below a long list: brought into view.
+  useEffect(() => section.current?.scrollIntoView({ block: 'start', behavior: 'smooth' }), []);
 
   useEffect(() => {
     call<InboxEventView>(`/api/production/inbox/events/${encodeURIComponent(eventId)}`).then((answer) => {
@@ -323,7 +327,13 @@ function EventDetail({
 
   const bytes = event ? fromBase64(event.body) : undefined;
   return (
-    <section class="inbox-event" aria-labelledby={`${id}-heading`} data-testid="inbox-event" data-event-id={eventId}>
+    <section
+      class="inbox-event"
+      ref={section}
+      aria-labelledby={`${id}-heading`}
+      data-testid="inbox-event"
+      data-event-id={eventId}
+    >
       <div class="line">
         <h3 id={`${id}-heading`}>
           Event <Untrusted text={eventId} />
