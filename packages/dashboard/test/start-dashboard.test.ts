@@ -46,6 +46,32 @@ describe('startDashboard', () => {
     );
   });
 
+  test('refuses an inbox that is not an InboxReader, dead-letter queues without their methods and a readOnly that is not a boolean', async () => {
+    await expect(startDashboard({ port: 0, inbox: {} as never })).rejects.toThrow(
+      /^pixhook: inbox is not an InboxReader \(a PostgresArchive or RedisArchive\): it has no list, get, requestReplay\.$/,
+    );
+    await expect(startDashboard({ port: 0, deadLetters: {} as never })).rejects.toThrow(
+      /^pixhook: deadLetters must be an array of queues/,
+    );
+    const partial = { engine: 'bullmq', queueName: 'q', listDeadLetters: async () => [] };
+    await expect(startDashboard({ port: 0, deadLetters: [partial as never] })).rejects.toThrow(
+      /^pixhook: deadLetters\[0\] is not a dead-letter source .* it has no countDeadLetters, getDeadLetter, retryDeadLetter, discardDeadLetter, retryAllDeadLetters, discardAllDeadLetters\.$/,
+    );
+    await expect(startDashboard({ port: 0, readOnly: 'yes' as never })).rejects.toThrow(
+      /^pixhook: readOnly must be true or false\.$/,
+    );
+  });
+
+  test('without an inbox or queues there are no production views: the API says so, and its routes answer 404', async () => {
+    const dashboard = await started({ port: 0 });
+    const info = await fetch(`${dashboard.url}api/production`);
+    expect(await info.json()).toEqual({ readOnly: false, inbox: false, deadLetters: [] });
+    const inbox = await fetch(`${dashboard.url}api/production/inbox`);
+    expect(inbox.status).toBe(404);
+    expect(await inbox.json()).toMatchObject({ error: { code: 'NO_INBOX' } });
+    expect((await fetch(`${dashboard.url}api/production/dead-letters/0`)).status).toBe(404);
+  });
+
   test('a port in use rejects with EADDRINUSE', async () => {
     const other = createServer();
     other.listen(0, '127.0.0.1');
