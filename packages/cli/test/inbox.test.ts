@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openInbox } from '@pixhook/cli';
 import {
   type AnyEvent,
   type ArchivedDelivery,
@@ -533,6 +534,29 @@ describeWithPostgres('pixhook inbox', () => {
         // 5 s of pixhook's own timer, then the process ends; the margin is for a busy machine.
         expect(result.ms, result.stderr).toBeLessThan(25_000);
       }
+    } finally {
+      postgres.resume();
+    }
+  }, 60_000);
+
+  test('openInbox from code: a reader with where and kind; close() resolves within a second on a stalled Postgres and leaves the process running', async () => {
+    const { archive, args } = await backends.postgres.open();
+    const id = newId();
+    await archive.record(delivery(id));
+    const inbox = await openInbox({ postgres: postgres.url, table: args[3] });
+    expect(inbox.kind).toBe('postgres');
+    expect(inbox.where).toBe(`inbox public.${args[3]} on ${postgres.url}`);
+    expect((await inbox.list()).items.map((item) => item.eventId)).toEqual([id]);
+    await expect(inbox.list({ limit: 0 })).rejects.toThrow(TypeError);
+    postgres.pause();
+    try {
+      const pending = inbox.get(id).catch((error: unknown) => error);
+      const started = performance.now();
+      await inbox.close();
+      expect(performance.now() - started).toBeLessThan(5_000);
+      // (A process.exit() from here on would fail this run: Vitest reports it.)
+      postgres.resume();
+      await pending;
     } finally {
       postgres.resume();
     }
