@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
   type ArchiveEntry,
+  checkInboxQuery,
   describeType,
   INBOX_OUTCOMES,
   type InboxEvent,
@@ -10,6 +11,7 @@ import {
   type InboxReader,
   type InboxSummary,
   type InboxTimelineEntry,
+  inboxCursor,
   outcomeAfter,
   type WebhookArchive,
 } from '@pixhook/core';
@@ -93,86 +95,21 @@ function entryProblem(entry: unknown): string | undefined {
   return undefined;
 }
 
-/** A cursor: where the previous page ended (its last event's lastAt and id). */
-function encodeCursor(item: InboxSummary): string {
-  return Buffer.from(JSON.stringify([item.lastAt, item.eventId])).toString('base64url');
-}
-
-function decodeCursor(cursor: unknown): [number, string] {
-  let decoded: unknown;
-  if (typeof cursor === 'string' && /^[A-Za-z0-9_-]+$/.test(cursor)) {
-    try {
-      decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    } catch {
-      // Reported below.
-    }
-  }
-  if (
-    !Array.isArray(decoded) ||
-    decoded.length !== 2 ||
-    !Number.isSafeInteger(decoded[0]) ||
-    typeof decoded[1] !== 'string'
-  ) {
-    throw new TypeError(
-      "pixhook: PostgresArchive.list(): cursor is not one this inbox gave (use the previous page's `next`).",
-    );
-  }
-  return decoded as [number, string];
-}
-
-const QUERY_FIELDS = ['type', 'outcome', 'since', 'until', 'eventId', 'deliveryId', 'limit', 'cursor'] as const;
-
-/** The query's filters as a statement's shape and its parameters; a `TypeError` for a bad one. */
-function checkedQuery(query: unknown): { shape: ListShape; values: unknown[]; limit: number } {
-  const fail = (what: string): never => {
-    throw new TypeError(`pixhook: PostgresArchive.list(): ${what}.`);
-  };
-  if (query === undefined || query === null) query = {};
-  if (typeof query !== 'object' || Array.isArray(query))
-    fail(`the query must be an object, got ${describeType(query)}`);
-  const given = query as Record<string, unknown>;
-  for (const key of Object.keys(given)) {
-    if (!(QUERY_FIELDS as readonly string[]).includes(key)) {
-      fail(`the query has no field ${JSON.stringify(key)} (fields: ${QUERY_FIELDS.join(', ')})`);
-    }
-  }
+/** The query's filters as a statement's shape and its parameters (in `listSql`'s order); a `TypeError` for a bad one. */
+function checkedQuery(query: InboxQuery | undefined): { shape: ListShape; values: unknown[]; limit: number } {
+  const q = checkInboxQuery(query ?? undefined, 'PostgresArchive.list()');
   const values: unknown[] = [];
-  const text = (name: 'type' | 'eventId' | 'deliveryId'): boolean => {
-    const value = given[name];
-    if (value === undefined) return false;
-    if (typeof value !== 'string' || value === '')
-      fail(`${name} must be a non-empty string, got ${describeType(value)}`);
-    values.push(value);
-    return true;
+  const given = (value: unknown): boolean => value !== undefined && values.push(value) > 0;
+  const shape: ListShape = {
+    type: given(q.type),
+    outcome: given(q.outcome),
+    since: given(q.since),
+    until: given(q.until),
+    eventId: given(q.eventId),
+    deliveryId: given(q.deliveryId),
+    cursor: q.after !== undefined && values.push(q.after.lastAt, q.after.eventId) > 0,
   };
-  const time = (name: 'since' | 'until'): boolean => {
-    const value = given[name];
-    if (value === undefined) return false;
-    if (!Number.isSafeInteger(value))
-      fail(`${name} must be a whole number of ms since the epoch, got ${describeType(value)}`);
-    values.push(value);
-    return true;
-  };
-  const type = text('type');
-  let outcome = false;
-  if (given.outcome !== undefined) {
-    if (!INBOX_OUTCOMES.includes(given.outcome as InboxOutcome)) {
-      fail(`outcome must be one of ${INBOX_OUTCOMES.join(', ')}, got ${describeType(given.outcome)}`);
-    }
-    values.push(given.outcome);
-    outcome = true;
-  }
-  const since = time('since');
-  const until = time('until');
-  const eventId = text('eventId');
-  const deliveryId = text('deliveryId');
-  const cursor = given.cursor !== undefined;
-  if (cursor) values.push(...decodeCursor(given.cursor));
-  const limit = given.limit ?? 50;
-  if (!Number.isSafeInteger(limit) || (limit as number) < 1 || (limit as number) > 500) {
-    fail(`limit must be a whole number from 1 to 500, got ${describeType(limit)}`);
-  }
-  return { shape: { type, outcome, since, until, eventId, deliveryId, cursor }, values, limit: limit as number };
+  return { shape, values, limit: q.limit };
 }
 
 /**
@@ -339,7 +276,10 @@ export class PostgresArchive implements WebhookArchive, InboxReader {
     const { rows } = await this.#read<SummaryRow>(text, [...values, limit + 1], 'listing the inbox');
     const items = rows.slice(0, limit).map(summary);
     const last = items[items.length - 1];
-    return { items, next: rows.length > limit && last !== undefined ? encodeCursor(last) : undefined };
+    return {
+      items,
+      next: rows.length > limit && last !== undefined ? inboxCursor(last.lastAt, last.eventId) : undefined,
+    };
   }
 
   /** One event in full: its first delivery's bytes and headers, and its timeline, oldest first. */

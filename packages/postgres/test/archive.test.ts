@@ -170,17 +170,6 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
   });
 
   describe('record and get', () => {
-    it('reads a timeline in time order when a job was archived before the delivery that queued it', async () => {
-      const { archive } = await freshArchive();
-      await archive.record(step('evt_fast_job', { at: 2_000 }));
-      const first = delivery('evt_fast_job', { at: 1_000, mode: 'queued', result: 'queued', status: 202 });
-      await archive.record(first);
-      const event = await archive.get('evt_fast_job');
-      expect(event?.timeline.map((entry) => entry.kind)).toEqual(['delivery', 'job']);
-      expect(event).toMatchObject({ outcome: 'processed', deliveries: 1, mode: 'queued', firstAt: 1_000 });
-      expect(Buffer.from(event?.body ?? []).equals(Buffer.from(first.body))).toBe(true);
-    });
-
     it('keeps the first delivery bytes-exact with its headers, and every entry in the timeline, oldest first', async () => {
       const { archive } = await freshArchive();
       // Not UTF-8, a NUL, and every byte value: bytes, not text.
@@ -255,7 +244,8 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
       });
       expect(Buffer.from(event?.body ?? []).toString()).toBe(Buffer.from(late.body).toString());
       expect(event?.headers).toEqual(late.headers);
-      expect(event?.timeline.map((entry) => entry.kind)).toEqual(['job', 'delivery']);
+      // Read in time order (on `at`), not as written.
+      expect(event?.timeline.map((entry) => entry.kind)).toEqual(['delivery', 'job']);
     });
 
     it('applies core outcomeAfter to every entry on every outcome before it', async () => {
@@ -434,16 +424,16 @@ describeWithPostgres('PostgresArchive against a real Postgres', () => {
         [{ outcome: 'lost' }, /outcome must be one of processed, failed, queued, dead-letter/],
         [{ type: '' }, /type must be a non-empty string/],
         [{ deliveryId: 7 }, /deliveryId must be a non-empty string/],
-        [{ since: 1.5 }, /since must be a whole number of ms/],
+        [{ since: 1.5 }, /since must be a time in ms since the epoch/],
         [{ until: 'yesterday' }, /until/],
-        [{ typ: 'x' }, /the query has no field "typ"/],
+        [{ typ: 'x' }, /has no option "typ". Did you mean "type"?/],
         ['all', /the query must be an object/],
       ];
       for (const [query, message] of bad) {
         const listing = archive.list(query as never);
         await expect(listing).rejects.toThrow(TypeError);
         await expect(listing).rejects.toThrow(message);
-        await expect(listing).rejects.toThrow(/^pixhook: PostgresArchive\.list\(\): /);
+        await expect(listing).rejects.toThrow(/^pixhook: PostgresArchive\.list\(\)[: ]/);
       }
       expect((await archive.list(null as never)).items).toEqual([]);
     });

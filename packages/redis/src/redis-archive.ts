@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import {
   type ArchiveEntry,
   type ArchiveMode,
-  assertKnownOptions,
+  checkInboxQuery,
   describeType,
-  INBOX_OUTCOMES,
   type InboxEvent,
   type InboxOutcome,
   type InboxPage,
@@ -12,6 +11,7 @@ import {
   type InboxReader,
   type InboxSummary,
   type InboxTimelineEntry,
+  inboxCursor,
   type WebhookArchive,
 } from '@pixhook/core';
 import {
@@ -32,7 +32,6 @@ const REPLAYS_PER_POLL = 20;
 /** Ids per requestReplay script. */
 const REPLAY_IDS_PER_CALL = 1_000;
 
-const QUERY_NAMES = ['type', 'outcome', 'since', 'until', 'eventId', 'deliveryId', 'limit', 'cursor'] as const;
 const DELIVERY_RESULTS = new Set(['processed', 'duplicate', 'queued', 'in-flight', 'failed']);
 const STEP_RESULTS = new Set(['processed', 'failed', 'dead-letter', 'queued']);
 const MODES = new Set(['inline', 'transactional', 'queued']);
@@ -156,9 +155,9 @@ export class RedisArchive implements WebhookArchive, InboxReader {
 
   /** One page of events, newest first (lastAt, then event id, descending), matching every filter given. */
   async list(query: InboxQuery = {}): Promise<InboxPage> {
-    const q = checkQuery(query);
-    const limit = q.limit ?? 50;
-    const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    const q = checkInboxQuery(query, 'RedisArchive: list(query)');
+    const { limit } = q;
+    const cursor = q.after;
     let one = '';
     if (q.deliveryId !== undefined) one = `d${q.deliveryId}`;
     else if (q.eventId !== undefined) one = `e${q.eventId}`;
@@ -170,8 +169,8 @@ export class RedisArchive implements WebhookArchive, InboxReader {
       ...keys,
       this.#base,
       one,
-      cursor === undefined ? '' : String(cursor[0]),
-      cursor === undefined ? '' : cursor[1],
+      cursor === undefined ? '' : String(cursor.lastAt),
+      cursor === undefined ? '' : cursor.eventId,
       q.since === undefined ? '' : String(q.since),
       q.until === undefined ? '' : String(q.until),
       q.type === undefined ? '' : `=${q.type}`,
@@ -183,10 +182,10 @@ export class RedisArchive implements WebhookArchive, InboxReader {
     const items = reply[0].map(summaryOf);
     if (items.length > limit) {
       const last = items[limit - 1] as InboxSummary;
-      return { items: items.slice(0, limit), next: encodeCursor(last.lastAt, last.eventId) };
+      return { items: items.slice(0, limit), next: inboxCursor(last.lastAt, last.eventId) };
     }
     const [, score, member] = reply;
-    return { items, next: score == null || member == null ? undefined : encodeCursor(Number(score), member) };
+    return { items, next: score == null || member == null ? undefined : inboxCursor(Number(score), member) };
   }
 
   /** The event in full (the body and headers of its first delivery, its timeline), or undefined. */
@@ -464,55 +463,6 @@ function checkEntry(entry: ArchiveEntry): ArchiveEntry {
     }
   }
   return entry;
-}
-
-function checkQuery(query: InboxQuery): InboxQuery {
-  const where = 'list(query)';
-  if (typeof query !== 'object' || query === null) {
-    throw new TypeError(`pixhook: RedisArchive: ${where} takes an object, got ${describeType(query)}.`);
-  }
-  assertKnownOptions(query, QUERY_NAMES, `pixhook: RedisArchive: ${where}`);
-  for (const name of ['type', 'eventId', 'deliveryId', 'cursor'] as const) {
-    if (query[name] !== undefined) checkId(query[name], where, name);
-  }
-  for (const name of ['since', 'until'] as const) {
-    if (query[name] !== undefined && !isTime(query[name])) {
-      throw new TypeError(
-        `pixhook: RedisArchive: ${where}: ${name} must be a time in ms since the epoch, got ${describeType(query[name])}.`,
-      );
-    }
-  }
-  if (query.outcome !== undefined && !INBOX_OUTCOMES.includes(query.outcome)) {
-    throw new TypeError(
-      `pixhook: RedisArchive: ${where}: outcome must be one of ${INBOX_OUTCOMES.join(', ')}, got ${describeType(query.outcome)}.`,
-    );
-  }
-  const { limit } = query;
-  if (limit !== undefined && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 500)) {
-    throw new TypeError(
-      `pixhook: RedisArchive: ${where}: limit must be a whole number from 1 to 500, got ${describeType(limit)}.`,
-    );
-  }
-  return query;
-}
-
-function encodeCursor(lastAt: number, eventId: string): string {
-  return Buffer.from(JSON.stringify([lastAt, eventId])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): [number, string] {
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    decoded = undefined;
-  }
-  if (!Array.isArray(decoded) || decoded.length !== 2 || !isTime(decoded[0]) || typeof decoded[1] !== 'string') {
-    throw new TypeError(
-      "pixhook: RedisArchive: list(query): cursor is not one this archive made: pass the previous page's next.",
-    );
-  }
-  return decoded as [number, string];
 }
 
 /** [id, type, created, firstAt, lastAt, outcome, deliveries, bytes, mode], as the scripts return them. */

@@ -156,7 +156,7 @@ describe('new RedisArchive(client, options)', () => {
   });
 
   it.each([
-    ['a string', 'image.created', /list\(query\) takes an object/],
+    ['a string', 'image.created', /the query must be an object/],
     ['an unknown filter', { kind: 'job' }, /list\(query\) has no option "kind"/],
     ['limit 0', { limit: 0 }, /limit must be a whole number from 1 to 500, got the number 0/],
     ['limit 501', { limit: 501 }, /limit must be a whole number from 1 to 500/],
@@ -165,7 +165,7 @@ describe('new RedisArchive(client, options)', () => {
     ['an empty type', { type: '' }, /type must be a non-empty string/],
     ['a date as since', { since: new Date() }, /since must be a time in ms/],
     ['a negative until', { until: -1 }, /until must be a time in ms/],
-    ['a malformed cursor', { cursor: 'not a cursor' }, /cursor is not one this archive made/],
+    ['a malformed cursor', { cursor: 'not a cursor' }, /cursor is not one this inbox gave/],
     [
       'a cursor of valid JSON but another shape',
       { cursor: Buffer.from('{"a":1}').toString('base64url') },

@@ -1,6 +1,7 @@
 // The archive seam: what an inbox store implements (WebhookArchive: written by core; InboxReader:
 // read by the CLI and the dashboard), and the shapes it keeps. The Postgres and Redis archives are
 // `PostgresArchive` (@pixhook/postgres) and `RedisArchive` (@pixhook/redis).
+import { assertKnownOptions, describeType } from '../util/option-checks.js';
 
 /** The mode of the `Webhooks` that archived a delivery. */
 export type ArchiveMode = 'inline' | 'transactional' | 'queued';
@@ -231,20 +232,22 @@ export interface CheckedInboxQuery {
 /** The largest page. */
 export const MAX_INBOX_PAGE = 500;
 
-function optionalString(query: Record<string, unknown>, name: string): string | undefined {
+function optionalString(query: Record<string, unknown>, name: string, where: string): string | undefined {
   const value = query[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value === '' || value.length > 1000) {
-    throw new TypeError(`pixhook: inbox query: ${name} must be a non-empty string of at most 1000 characters.`);
+    throw new TypeError(
+      `pixhook: ${where}: ${name} must be a non-empty string of at most 1000 characters, got ${describeType(value)}.`,
+    );
   }
   return value;
 }
 
-function optionalTime(query: Record<string, unknown>, name: string): number | undefined {
+function optionalTime(query: Record<string, unknown>, name: string, where: string): number | undefined {
   const value = query[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new TypeError(`pixhook: inbox query: ${name} must be a time in milliseconds since the epoch.`);
+    throw new TypeError(`pixhook: ${where}: ${name} must be a time in ms since the epoch, got ${describeType(value)}.`);
   }
   return value;
 }
@@ -256,10 +259,10 @@ export function inboxCursor(lastAt: number, eventId: string): string {
   return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
 }
 
-function readCursor(cursor: unknown): CheckedInboxQuery['after'] {
+function readCursor(cursor: unknown, where: string): CheckedInboxQuery['after'] {
   if (cursor === undefined) return undefined;
   const bad = () =>
-    new TypeError('pixhook: inbox query: cursor is not a page cursor of this inbox (pass a page’s next as it is).');
+    new TypeError(`pixhook: ${where}: cursor is not one this inbox gave: pass the previous page's next as it is.`);
   if (typeof cursor !== 'string' || cursor.length > 3000 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
   let value: unknown;
   try {
@@ -269,34 +272,50 @@ function readCursor(cursor: unknown): CheckedInboxQuery['after'] {
   } catch {
     throw bad();
   }
-  if (!Array.isArray(value) || value.length !== 2 || !Number.isSafeInteger(value[0]) || typeof value[1] !== 'string') {
+  if (
+    !Array.isArray(value) ||
+    value.length !== 2 ||
+    !Number.isSafeInteger(value[0]) ||
+    (value[0] as number) < 0 ||
+    typeof value[1] !== 'string'
+  ) {
     throw bad();
   }
   return { lastAt: value[0] as number, eventId: value[1] as string };
 }
 
-/** Checks an `InboxQuery` (a `pixhook: ` TypeError for anything wrong in it) and fills in its defaults. */
-export function checkInboxQuery(query: InboxQuery | undefined): CheckedInboxQuery {
-  if (query !== undefined && (typeof query !== 'object' || query === null)) {
-    throw new TypeError('pixhook: inbox query must be an object.');
+const QUERY_NAMES = ['type', 'outcome', 'since', 'until', 'eventId', 'deliveryId', 'limit', 'cursor'] as const;
+
+/**
+ * Checks an `InboxQuery` (a `pixhook: ` TypeError naming `where` for anything wrong in it, an
+ * unknown field included) and fills in its defaults. Every archive reads its queries with it.
+ */
+export function checkInboxQuery(query: InboxQuery | undefined, where = 'inbox query'): CheckedInboxQuery {
+  if (query !== undefined && (typeof query !== 'object' || query === null || Array.isArray(query))) {
+    throw new TypeError(`pixhook: ${where}: the query must be an object, got ${describeType(query)}.`);
   }
   const given = (query ?? {}) as Record<string, unknown>;
+  assertKnownOptions(given, QUERY_NAMES, `pixhook: ${where}`);
   const outcome = given.outcome;
   if (outcome !== undefined && !INBOX_OUTCOMES.includes(outcome as InboxOutcome)) {
-    throw new TypeError(`pixhook: inbox query: outcome must be one of ${INBOX_OUTCOMES.join(', ')}.`);
+    throw new TypeError(
+      `pixhook: ${where}: outcome must be one of ${INBOX_OUTCOMES.join(', ')}, got ${describeType(outcome)}.`,
+    );
   }
   const limit = given.limit ?? 50;
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_INBOX_PAGE) {
-    throw new TypeError(`pixhook: inbox query: limit must be a whole number from 1 to ${MAX_INBOX_PAGE}.`);
+    throw new TypeError(
+      `pixhook: ${where}: limit must be a whole number from 1 to ${MAX_INBOX_PAGE}, got ${describeType(limit)}.`,
+    );
   }
   return {
-    type: optionalString(given, 'type'),
+    type: optionalString(given, 'type', where),
     outcome: outcome as InboxOutcome | undefined,
-    since: optionalTime(given, 'since'),
-    until: optionalTime(given, 'until'),
-    eventId: optionalString(given, 'eventId'),
-    deliveryId: optionalString(given, 'deliveryId'),
+    since: optionalTime(given, 'since', where),
+    until: optionalTime(given, 'until', where),
+    eventId: optionalString(given, 'eventId', where),
+    deliveryId: optionalString(given, 'deliveryId', where),
     limit,
-    after: readCursor(given.cursor),
+    after: readCursor(given.cursor, where),
   };
 }
