@@ -1,13 +1,14 @@
 import { type AnyEvent, Webhooks } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { type Dashboard, type DeadLetterSource, startDashboard } from '@pixhook/dashboard';
+import { ensureBuilt } from '@pixhook/test-helpers/cli';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import { type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { chromiumFound, ensurePageBuilt, launchBrowser } from './helpers/dashboard.js';
+import { chromiumFound, launchBrowser } from './helpers/dashboard.js';
 import {
   type ArchiveKind,
   bullmqDeadLetters,
@@ -39,7 +40,9 @@ const eventually = <T>(value: () => T | Promise<T>) => expect.poll(value, { time
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  if (chromiumFound) ensurePageBuilt();
+  // The server runs from its sources here and serves the page built into dist: built (with what
+  // it uses) under the lock the other dashboard tests take, so no test rebuilds it under another.
+  if (chromiumFound) ensureBuilt('@pixhook/dashboard');
   [postgres, redis] = await Promise.all([startPostgresServer(), startRedisServer()]);
   pool = new pg.Pool({ connectionString: postgres.url, max: 10 });
   pool.on('error', () => {});

@@ -1,6 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
 import { type RunOptions, start } from '@pixhook/test-helpers/cli';
 import { describeIfAvailable } from '@pixhook/test-helpers/unavailable';
 import { type Browser, chromium } from 'playwright-core';
@@ -73,26 +71,4 @@ export function startDashboard(args: string[] = [], options: RunOptions = {}): P
       reject(new Error(`pixhook dashboard exited (${code}) before it started:\n${output}`));
     });
   });
-}
-
-const WEB = fileURLToPath(new URL('../../src/web/', import.meta.url));
-const PROTOCOL = fileURLToPath(new URL('../../src/protocol.ts', import.meta.url));
-const PAGE = fileURLToPath(new URL('../../dist/dashboard/app.js', import.meta.url));
-const BUILD_WEB = fileURLToPath(new URL('../../scripts/build-web.mjs', import.meta.url));
-
-/**
- * Builds the page alone (dist/dashboard, esbuild, a second) when it is missing or older than its
- * sources: for the tests that run the server from its sources in this process, which serves the
- * page built into dist. Under the lock the CLI's builds take, so no test reads it half written.
- */
-export function ensurePageBuilt(): void {
-  const built = existsSync(PAGE) ? statSync(PAGE).mtimeMs : 0;
-  const sources = [PROTOCOL, ...readdirSync(WEB).map((name) => `${WEB}${name}`)];
-  if (sources.every((file) => statSync(file).mtimeMs <= built)) return;
-  try {
-    execFileSync('flock', ['/tmp/pixhook-cli-build.lock', process.execPath, BUILD_WEB], { stdio: 'inherit' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    execFileSync(process.execPath, [BUILD_WEB], { stdio: 'inherit' });
-  }
 }
