@@ -24,14 +24,25 @@ import { handledCount } from './baseline.mjs';
  * server answers 202 once the job is written, and the worker process (worker.mjs) runs the handler.
  * With `store: 'postgres'` it is a `PostgresStore` on a pool of `POOL_MAX` connections to
  * `postgresUrl`, and with `store: 'transactions'` transactional mode (`PostgresTransactions`), whose
- * handler also writes one row through `context.transaction` (see `postgres`).
+ * handler also writes one row through `context.transaction` (see `postgres`). With `archive`
+ * ('postgres' or 'redis'), the same mode with an archive whose table or prefix is `archiveName`
+ * (see `archive`); `archiveFailures()` counts its writes that failed.
  */
-export async function createWebhooks({ store = 'memory', redisPort, queueName, handler, ...pgOptions } = {}) {
+export async function createWebhooks({
+  store = 'memory',
+  redisPort,
+  queueName,
+  handler,
+  archive: archiveKind,
+  archiveName,
+  ...pgOptions
+} = {}) {
   const { MemoryStore, Webhooks } = await import('@pixhook/core');
   let idempotency = store === 'none' ? false : new MemoryStore();
   let queue;
   let transactions;
   let queries;
+  let pool;
   let close = async () => {};
   let handled = 0;
   const count = () => {
@@ -57,17 +68,108 @@ export async function createWebhooks({ store = 'memory', redisPort, queueName, h
     transactions = db.transactions;
     handler ??= db.handler;
     queries = db.queries;
+    pool = db.pool;
     close = db.close;
   }
-  const webhooks = new Webhooks(
-    queue
+  // The inbox scenario's servers: the same mode with an archive (inbox/scenario.mjs).
+  const archived = archiveKind
+    ? await archive({ kind: archiveKind, name: archiveName, redisPort, postgresUrl: pgOptions.postgresUrl, pool })
+    : undefined;
+  const webhooks = new Webhooks({
+    ...(queue
       ? { secret: SECRET, queue }
       : transactions
         ? { secret: SECRET, transactions }
-        : { secret: SECRET, store: idempotency },
-  );
+        : { secret: SECRET, store: idempotency }),
+    ...(archived ? { archive: archived.archive } : {}),
+  });
   webhooks.on('image.created', handler ?? count);
-  return { webhooks, queue, close, handled: () => handled, queries };
+  // An archive write that fails changes no answer (core tells onError ARCHIVE_FAILED): counted, so
+  // that a broken archive fails the run instead of measuring as free.
+  let archiveFailures = 0;
+  if (archived) {
+    webhooks.onError((error) => {
+      if (error.code === 'ARCHIVE_FAILED') archiveFailures++;
+    });
+  }
+  const closeAll = async () => {
+    await archived?.close();
+    await close();
+  };
+  return {
+    webhooks,
+    queue,
+    close: closeAll,
+    handled: () => handled,
+    queries: queries ?? archived?.queries,
+    archiveFailures: () => archiveFailures,
+  };
+}
+
+/**
+ * Counts every `Client#query` of this process (pixhook's and the handlers'; one round trip each),
+ * wrapping node-postgres' prototype once per process.
+ */
+let queryCount;
+function countQueries(pg) {
+  if (queryCount === undefined) {
+    queryCount = 0;
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function countedQuery(...args) {
+      queryCount++;
+      return query.apply(this, args);
+    };
+  }
+  return () => queryCount;
+}
+
+/** A pool of `POOL_MAX` connections to `postgresUrl`, all opened before the first request and never closed while idle. */
+async function openPool(pg, postgresUrl) {
+  const pool = new pg.Pool({ connectionString: postgresUrl, max: POOL_MAX, idleTimeoutMillis: 0 });
+  const clients = await Promise.all(Array.from({ length: POOL_MAX }, () => pool.connect()));
+  for (const client of clients) client.release();
+  return pool;
+}
+
+/**
+ * The archive of an inbox-scenario server, with its defaults (retention, caps, background pruning,
+ * replay polling) but its own table or prefix (`name`): `postgres`, a `PostgresArchive` on the
+ * server's own pool when it has one (transactional mode: the entry commits in the event's
+ * transaction), else on a pool of its own (`migrateArchive` first); `redis`, a `RedisArchive` on an
+ * ioredis client of its own to the bench's redis-server.
+ */
+async function archive({ kind, name, redisPort, postgresUrl, pool }) {
+  if (kind === 'redis') {
+    const [{ RedisArchive }, { Redis }] = await Promise.all([import('@pixhook/redis'), import('ioredis')]);
+    const client = new Redis({ host: '127.0.0.1', port: redisPort, lazyConnect: true });
+    await client.connect();
+    const redisArchive = new RedisArchive(client, { prefix: name });
+    return {
+      archive: redisArchive,
+      close: async () => {
+        await redisArchive.close();
+        await client.quit();
+      },
+    };
+  }
+  if (kind !== 'postgres') throw new Error(`unknown archive ${kind}`);
+  const [{ PostgresArchive, migrateArchive }, { default: pg }] = await Promise.all([
+    import('@pixhook/postgres'),
+    import('pg'),
+  ]);
+  const queries = countQueries(pg);
+  const own = pool ? undefined : await openPool(pg, postgresUrl);
+  const archivePool = pool ?? own;
+  await migrateArchive(archivePool, { table: name });
+  const postgresArchive = new PostgresArchive(archivePool, { table: name });
+  return {
+    archive: postgresArchive,
+    queries,
+    close: async () => {
+      await postgresArchive.close();
+      await own?.end();
+    },
+  };
 }
 
 /** Connections of each Postgres server's pool (node-postgres' default is 10). */
@@ -87,17 +189,10 @@ async function postgres({ postgresUrl, table, businessTable, transactional, coun
     import('@pixhook/postgres'),
     import('pg'),
   ]);
-  let queries = 0;
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function countedQuery(...args) {
-    queries++;
-    return query.apply(this, args);
-  };
-  const pool = new pg.Pool({ connectionString: postgresUrl, max: POOL_MAX, idleTimeoutMillis: 0 });
+  const queries = countQueries(pg);
+  const pool = await openPool(pg, postgresUrl);
   await migrate(pool, { table });
-  const clients = await Promise.all(Array.from({ length: POOL_MAX }, () => pool.connect()));
-  for (const client of clients) client.release();
-  const db = { queries: () => queries, close: () => pool.end() };
+  const db = { pool, queries, close: () => pool.end() };
   if (!transactional) return { ...db, store: new PostgresStore(pool, { table }) };
   const business = `"${businessTable}"`;
   await pool.query(
@@ -161,7 +256,13 @@ async function startApp({ framework, variant, ...storeOptions }) {
       await close();
       await pixhook?.close();
     };
-    return { port: server.address().port, close: closeAll, handled, queries: pixhook?.queries };
+    return {
+      port: server.address().port,
+      close: closeAll,
+      handled,
+      queries: pixhook?.queries,
+      archiveFailures: pixhook?.archiveFailures,
+    };
   }
   if (framework !== 'express' && framework !== 'koa') throw new Error(`unknown framework ${framework}`);
   const { listener } = await import(`./apps/${framework}.mjs`);
@@ -172,5 +273,11 @@ async function startApp({ framework, variant, ...storeOptions }) {
     await new Promise((resolve) => server.close(resolve));
     await pixhook?.close();
   };
-  return { port: server.address().port, close, handled, queries: pixhook?.queries };
+  return {
+    port: server.address().port,
+    close,
+    handled,
+    queries: pixhook?.queries,
+    archiveFailures: pixhook?.archiveFailures,
+  };
 }

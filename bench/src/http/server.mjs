@@ -11,7 +11,13 @@ try {
       // CPU time of this server process in µs: its cost per request, whatever else the machine runs.
       const { user, system } = process.cpuUsage();
       // Statements sent to Postgres so far (its servers only).
-      return { cpu: user + system, handled: server.handled(), queries: server.queries?.() };
+      return {
+        cpu: user + system,
+        handled: server.handled(),
+        queries: server.queries?.(),
+        // Archive writes that failed so far (the inbox scenario's servers only).
+        archiveFailures: server.archiveFailures?.(),
+      };
     }
     if (cmd === 'close') {
       await server.close();

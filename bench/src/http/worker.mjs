@@ -9,11 +9,15 @@
 import { serve } from '../children.mjs';
 import { createWebhooks } from './apps.mjs';
 
-const { redisPort, queueName, concurrency } = JSON.parse(process.argv[2]);
+// `archive` and `archiveName`: the inbox scenario's queued server with an archive, whose workers write
+// each job's step to the same archive (as core's docs ask).
+const { redisPort, queueName, concurrency, archive, archiveName } = JSON.parse(process.argv[2]);
 
 /** Lag of each job in whole milliseconds (queuedAt and Date.now() are both ms): counts per value. */
 let lags = new Map();
 let started = 0;
+/** The worker's archive writes that failed so far (with an archive). */
+let failures;
 
 function record(ms) {
   const bucket = Math.max(0, ms);
@@ -38,19 +42,22 @@ function percentiles() {
 
 function stats() {
   const { user, system } = process.cpuUsage();
-  return { started, cpu: user + system };
+  return { started, cpu: user + system, archiveFailures: failures?.() };
 }
 
 try {
-  const { webhooks, queue } = await createWebhooks({
+  const { webhooks, queue, archiveFailures } = await createWebhooks({
     store: 'bullmq',
     redisPort,
     queueName,
+    archive,
+    archiveName,
     handler: (_event, context) => {
       started++;
       record(Date.now() - context.job.queuedAt);
     },
   });
+  failures = archiveFailures;
   const worker = queue.startWorker(webhooks, { concurrency });
   await worker.bullWorker.waitUntilReady();
   serve(async ({ cmd, until, timeoutMs }) => {
