@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runHttp } from './http/scenario.mjs';
+import { runInbox } from './inbox/scenario.mjs';
 import { runLambda } from './lambda/scenario.mjs';
 import { machine } from './machine.mjs';
 import { runMemory } from './memory/scenario.mjs';
@@ -28,6 +29,11 @@ const SETTINGS = {
     memory: { rounds: 3, count: 64 },
     // Filled to MemoryStore's default maxEntries before the rounds, as a busy instance's store is.
     lambda: { rounds: 7, minCpuTimeMs: 100, warmCpuTimeMs: 100, fill: 100_000 },
+    // The archive's cost per delivery (HTTP rounds, with and without it), then its list's time.
+    inbox: {
+      cost: { rounds: 4, seconds: 2, warmSeconds: 1, connections: 32 },
+      list: { sizes: [10_000, 100_000, 1_000_000], samples: 15 },
+    },
   },
   smoke: {
     verify: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
@@ -40,6 +46,10 @@ const SETTINGS = {
     },
     memory: { rounds: 1, count: 64 },
     lambda: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3, fill: 0 },
+    inbox: {
+      cost: { rounds: 1, seconds: 0.5, warmSeconds: 0, connections: 32 },
+      list: { sizes: [10_000], samples: 3 },
+    },
   },
 };
 
@@ -61,6 +71,7 @@ const scenarios = {
   http: () => runHttp({ ...settings.http, frameworks }),
   memory: () => runMemory(settings.memory),
   lambda: () => runLambda(settings.lambda),
+  inbox: () => runInbox(settings.inbox),
 };
 
 async function main() {
