@@ -4,6 +4,8 @@ import {
   comparisonTable,
   fixedTable,
   httpTable,
+  inboxCostTable,
+  inboxListTable,
   lambdaTable,
   memoryTable,
   nestTable,
@@ -36,5 +38,15 @@ export function printResults(results, targetList) {
   }
   if (results.memory) out('Memory, 1 MiB deliveries all in flight at once', memoryTable(results.memory));
   if (results.lambda) out('Lambda handler in process, 1 KiB deliveries', lambdaTable(results.lambda));
+  if (results.inbox?.cost) {
+    const { cost } = results.inbox;
+    out(
+      `Inbox: the archive's cost per delivery, ${results.inbox.framework}, 1 KiB deliveries, ${cost.connections} connections`,
+      inboxCostTable(results.inbox),
+    );
+    out('Inbox: list() time, 50 events a page, median in ms', inboxListTable(results.inbox));
+    for (const what of ['redis', 'postgres'])
+      if (results.inbox[what]?.skipped) console.log(`\nnote: inbox: ${results.inbox[what].skipped}`);
+  }
   out('Targets', targetTable(targetList));
 }

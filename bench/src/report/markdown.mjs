@@ -4,6 +4,8 @@ import {
   comparisonTable,
   fixedTable,
   httpTable,
+  inboxCostTable,
+  inboxListTable,
   lambdaTable,
   memoryTable,
   nestTable,
@@ -39,7 +41,7 @@ export function markdown(results, targetList, settings) {
     'pnpm bench:smoke   # one short round of every scenario (CI); fails if a scenario breaks, not on speed',
     '```',
     '',
-    'Options after `pnpm --filter @pixhook/bench bench --`: `--only=verify,http,memory,lambda` and',
+    'Options after `pnpm --filter @pixhook/bench bench --`: `--only=verify,http,memory,lambda,inbox` and',
     '`--frameworks=express,fastify,koa,nest-express,nest-fastify` (a partial run does not rewrite this file).',
     '',
     '## Machine',
@@ -56,7 +58,9 @@ export function markdown(results, targetList, settings) {
           'rounds',
           `verification ${settings.verify.rounds}, HTTP ${settings.http.rounds} × ${settings.http.seconds} s${
             fixed ? ` (and at a fixed ${rate} req/s: ${fixed.rounds} × ${fixed.seconds} s)` : ''
-          }, memory ${settings.memory.rounds}${settings.lambda ? `, Lambda handler ${settings.lambda.rounds}` : ''}`,
+          }, memory ${settings.memory.rounds}${settings.lambda ? `, Lambda handler ${settings.lambda.rounds}` : ''}${
+            settings.inbox ? `, inbox ${settings.inbox.cost.rounds} × ${settings.inbox.cost.seconds} s` : ''
+          }`,
         ],
         [
           'versions',
@@ -186,6 +190,7 @@ export function markdown(results, targetList, settings) {
     );
   }
   if (results.lambda) parts.push(...lambdaSection(results.lambda, settings.lambda));
+  if (results.inbox) parts.push(...inboxSection(results.inbox));
   parts.push(
     '## Before and after issue 9',
     '',
@@ -326,6 +331,78 @@ function lambdaSection(lambda, settings) {
     md(lambdaTable(lambda)),
     '',
   ];
+}
+
+/** Section 5: the inbox, what an archive costs per delivery and how fast its list answers, and how both are measured. */
+function inboxSection(inbox) {
+  const { cost, list } = inbox;
+  const parts = [
+    '## 5. The inbox (PostgresArchive, RedisArchive)',
+    '',
+    '### Cost per delivery',
+    '',
+    `The ${name(inbox.framework)} adapter as in section 2 (1 KiB deliveries, a new event id each, ${cost.connections} connections, autocannon on`,
+    `core 1, each server pinned to core 0), in ${cost.rounds} round${cost.rounds === 1 ? '' : 's'} of ${cost.seconds} s per server of their own after a ${cost.warmSeconds} s warm-up of each, in`,
+    'an order that rotates and reverses between rounds. Each mode runs without an archive and with one, in the same',
+    'rounds; **÷ no archive** is, per round, the archived server against the same mode without an archive, median',
+    '(lowest–highest). The archives keep their defaults (7-day retention, size caps, background pruning every 60 s,',
+    'replay polling every second) with a table or prefix of their own per server:',
+    '',
+    '- **inline (MemoryStore)**: `new Webhooks({ secret, store: new MemoryStore(), archive })`; the entry is written after',
+    '  the handlers, before the answer. `PostgresArchive` on a node-postgres pool of its own (20 connections, opened before',
+    '  the first request; `migrateArchive(pool, { table })` first): one statement per delivery. `RedisArchive` on an',
+    '  ioredis client of its own: one script per delivery;',
+    "- **queued (BullMQ)**: section 2's queued server and worker (`concurrency: 16`, pinned to the servers' core), with",
+    "  `RedisArchive` on the server (the delivery's entry, written beside the enqueue; the 202 waits for both) and on",
+    "  the worker's `Webhooks` (each job's step), so redis-server and worker figures include both writes. Queued on",
+    '  pg-boss with `PostgresArchive` is not measured: the bench does not depend on `@pixhook/pg-boss`;',
+    "- **transactional (PostgresTransactions)**: section 2's transactional server (one `INSERT` in the handler through",
+    "  `context.transaction`), with `PostgresArchive` on the same pool: the entry is written in the event's transaction",
+    '  before its `COMMIT`, inside a savepoint (`SAVEPOINT`, the statement, `RELEASE`: three more round trips).',
+    '',
+    "The Postgres cluster and redis-server are section 2's (durable commits; pinned to core 1 with the load generator).",
+    'An archive write that fails changes no answer (core reports `ARCHIVE_FAILED` to `onError`), so it would measure',
+    'as free: the run fails if any server or worker heard one, or if an archive holds fewer events than its server',
+    "answered 2xx (RedisArchive: up to its default `maxEvents`, 100,000). The stores' CPU is every Postgres process's",
+    "or redis-server's, from /proc, per answered request; statements per event count the server's `Client#query` calls.",
+    '',
+    md(inboxCostTable(inbox)),
+    '',
+  ];
+  if (inbox.redis?.skipped) parts.push(`Redis: ${inbox.redis.skipped}.`, '');
+  if (inbox.postgres?.skipped) parts.push(`Postgres: ${inbox.postgres.skipped}.`, '');
+  const sizes = list.sizes.map((n) => int(n)).join(', ');
+  parts.push(
+    '### The list at 10⁴ to 10⁶ archived events',
+    '',
+    `Each archive is filled to ${sizes} events in turn, and at each size a process pinned to core 0 (where the app or`,
+    '`pixhook dashboard` runs; the database is on core 1) calls its public `list()`, 50 events a page, as the dashboard',
+    `and \`pixhook inbox list\` do. Each figure is the median of ${list.samples} calls in ms, after two unmeasured ones:`,
+    '',
+    '- **first page**: `list({ limit: 50 })`, the newest events;',
+    '- **deep page**: the page after a cursor half-way down (the cursor the archive itself gave for',
+    "  `list({ until: <the middle event's lastAt>, limit: 1 })`), as `next` leads there;",
+    '- **type**: one type in ten, first page and half-way down; **type + outcome**: that type with one outcome, one event',
+    '  in twenty.',
+    '',
+    'Event *i* has the id `evt_<i>`, the type `image.type<i mod 10>`, an outcome by *i* mod 4 and `lastAt` two hours ago',
+    'plus ⌊*i* ÷ 2⌋ × 10 ms (two events per time: ties, ordered by id), with one 256-byte delivery and three headers.',
+    'Before the timings, each page is checked (the newest 50 in order, 50 matching events, older than the middle when',
+    'deep) and one seeded event is read back whole with `get()`; a wrong page fails the run.',
+    '',
+    '- **PostgresArchive**: `migrateArchive`, then one `INSERT … SELECT … FROM generate_series` per step into its events',
+    '  table (its four indexes maintained as rows go in) and `ANALYZE`. The timeline table is not filled: `list()` does',
+    '  not read it. **size** is `pg_total_relation_size` of the events table with its indexes;',
+    '- **RedisArchive** (`maxEvents` raised to 2,000,000 for this): a Lua loop in redis-server, 10,000 events per script,',
+    "  writes the keys of RedisArchive's layout that `list()` and `get()` read, as its record script writes them for a",
+    '  new event: the summary hash, the headers-and-body key, the three sorted sets, each with the retention as expiry.',
+    '  Not the timeline list, the delivery-id keys or the prune index: `list()` never reads them, and writing them',
+    '  too doubled the seeding time (a million events must seed within about a minute). **size** is the growth of `used_memory`.',
+    '',
+    md(inboxListTable(inbox)),
+    '',
+  );
+  return parts;
 }
 
 /** The fixed-rate subsection of section 2: how it is measured, and its table. */

@@ -335,3 +335,80 @@ export function targetTable(list) {
     rows: list.map((t) => [t.target, t.worst, t.info ? '(no target)' : mark(t.holds)]),
   };
 }
+
+const ARCHIVE_LABELS = { postgres: 'PostgresArchive', redis: 'RedisArchive' };
+
+/**
+ * The inbox's cost per delivery: every server of the inbox scenario (each mode without an archive,
+ * then with each archive), with req/s, p50/p99, server CPU per request, the stores' CPU per request,
+ * the statements sent per event, and per round the archived server against the same mode without one.
+ */
+export function inboxCostTable(inbox) {
+  const cpu = (s) => (s ? `${s.median.toFixed(1)} µs` : '—');
+  return {
+    head: [
+      'mode',
+      'archive',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'req/s ÷ no archive',
+      'p99 ÷ no archive',
+      'server CPU per request',
+      'server CPU ÷ no archive',
+      'Postgres CPU per request',
+      'redis-server CPU per request',
+      'worker CPU per job',
+      'statements per event',
+    ],
+    rows: inbox.cost.rows.map((r) => [
+      r.modeLabel,
+      r.archive ? ARCHIVE_LABELS[r.archive] : 'none',
+      intSpread(r.rps),
+      latency(r.p50.median),
+      latency(r.p99.median),
+      r.vs ? ratioOrDash(r.vs.rps) : '',
+      r.vs ? ratioOrDash(r.vs.p99) : '',
+      `${r.cpuPerRequest.median.toFixed(1)} µs`,
+      r.vs ? ratioOrDash(r.vs.cpu) : '',
+      cpu(r.postgresCpuPerRequest),
+      cpu(r.redisCpuPerRequest),
+      cpu(r.workerCpuPerJob),
+      r.queriesPerRequest ? r.queriesPerRequest.median.toFixed(2) : '—',
+    ]),
+  };
+}
+
+/** The inbox list's time: per archive and size, the median of each page's calls in ms, and how long the seeding took. */
+export function inboxListTable(inbox) {
+  const rows = [];
+  for (const [kind, sizes] of Object.entries(inbox.list.archives)) {
+    for (const r of sizes) {
+      rows.push([
+        ARCHIVE_LABELS[kind],
+        int(r.size),
+        fineMs(r.first),
+        fineMs(r.deep),
+        fineMs(r.type),
+        fineMs(r.typeDeep),
+        fineMs(r.typeOutcome),
+        `${r.seedSeconds.toFixed(1)} s`,
+        r.memoryBytes ? `${int(r.memoryBytes / 2 ** 20)} MiB` : '—',
+      ]);
+    }
+  }
+  return {
+    head: [
+      'archive',
+      'events',
+      'first page ms',
+      'deep page ms',
+      'type, first page ms',
+      'type, deep page ms',
+      'type + outcome ms',
+      'seeded in',
+      'size (table / Redis memory)',
+    ],
+    rows,
+  };
+}

@@ -91,6 +91,27 @@ export function targets(results) {
       worst: rows.map((r) => `${short[r.id] ?? r.id} ${ratio(r.vsHandle, 3)}`).join('; '),
     });
   }
+  // The inbox (no target: the issue asks for the figures): each archive against the same mode without
+  // one, and the list's time at the largest size seeded.
+  for (const r of results.inbox?.cost?.rows ?? []) {
+    if (!r.vs) continue;
+    const archive = { postgres: 'PostgresArchive', redis: 'RedisArchive' }[r.archive];
+    list.push({
+      target: `inbox (${results.inbox.framework}): ${r.modeLabel} with ${archive} ÷ without an archive, at 32 connections: req/s and p99`,
+      info: true,
+      worst: `req/s ${ratio(r.vs.rps, 3)}, p99 ${Number.isFinite(r.vs.p99.median) ? ratio(r.vs.p99, 3) : '—'}`,
+    });
+  }
+  for (const [kind, rows] of Object.entries(results.inbox?.list?.archives ?? {})) {
+    const r = rows.at(-1);
+    if (!r) continue;
+    const archive = { postgres: 'PostgresArchive', redis: 'RedisArchive' }[kind];
+    list.push({
+      target: `inbox: ${archive}.list() at ${r.size.toLocaleString('en-US')} archived events, 50 a page, median`,
+      info: true,
+      worst: `first page ${fineMs(r.first)} ms, deep page ${fineMs(r.deep)} ms, by type ${fineMs(r.type)} ms (deep ${fineMs(r.typeDeep)} ms), type + outcome ${fineMs(r.typeOutcome)} ms`,
+    });
+  }
   for (const t of results.http?.fixed?.informational ?? []) {
     const figure = (s) => `${fineMs(s.median)} ${t.unit} (${fineMs(s.min)}–${fineMs(s.max)})`;
     const beside = t.beside.value ? `; ${t.beside.label}: ${figure(t.beside.value)}` : '';
