@@ -73,7 +73,9 @@ Examples:
 export function registerDashboard(program: Command): void {
   program
     .command('dashboard')
-    .description('open a local web page to send, watch, replay and diagnose deliveries (@pixhook/dashboard)')
+    .description(
+      "open a local web page to send, watch, replay and diagnose deliveries, and to look into production's inbox and dead letters (@pixhook/dashboard)",
+    )
     .option('-p, --port <port>', 'the port on 127.0.0.1 (0: any free one)', portNumber, DEFAULT_PORT)
     .option('--url <receiver>', 'the receiver URL to start with, e.g. http://localhost:3000/webhooks', httpUrl)
     .addOption(secretOption().makeOptionMandatory(false))
