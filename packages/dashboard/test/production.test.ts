@@ -194,6 +194,14 @@ describeProduction('dashboard: the inbox in Chromium', () => {
       expect(bodyText).toContain('U+202Egnp.exe');
       expect(bodyText.replace(/U\+202E/g, '\u202E')).toBe(new TextDecoder().decode(hostile.body));
       expect(await detail.locator('script, img').count()).toBe(0);
+      await detail.getByRole('button', { name: 'Formatted JSON' }).click();
+      await eventually(() => body.textContent()).toContain(
+        '"filename": "<script>window.pwned = 1</script><img src=x onerror=\\"window.pwned = 2\\"> U+202Egnp.exe"',
+      );
+      await detail.getByRole('button', { name: 'Hex' }).click();
+      await eventually(() => body.textContent()).toMatch(/^00000000 {2}7b 22 69 64 22/);
+      await detail.getByRole('button', { name: 'As received' }).click();
+      await eventually(() => body.getAttribute('data-view')).toBe('text');
       const headers = (await detail.getByTestId('event-headers').textContent()) as string;
       for (const [name, value] of Object.entries(hostile.headers)) {
         expect(headers).toContain(`${name}: ${value.replace(/\u202E/g, 'U+202E')}`);

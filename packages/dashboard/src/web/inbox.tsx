@@ -3,7 +3,7 @@ import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { InboxEventView, ReplayAnswer } from '../protocol.js';
 import { call } from './api.js';
 import { Confirm } from './confirm.js';
-import { formatMs } from './format.js';
+import { formatMs, prettyBodyCached } from './format.js';
 import { formatBytes, formatWhen, fromBase64, hexDump, Untrusted } from './untrusted.js';
 
 const OUTCOMES: InboxOutcome[] = ['processed', 'failed', 'queued', 'dead-letter'];
@@ -298,7 +298,7 @@ function EventDetail({
   const id = useId();
   const [event, setEvent] = useState<InboxEventView>();
   const [error, setError] = useState<string>();
-  const [hex, setHex] = useState(false);
+  const [view, setView] = useState<'text' | 'formatted' | 'hex'>('text');
   const [n, setN] = useState(0);
   const section = useRef<HTMLElement>(null);
 
@@ -379,12 +379,26 @@ function EventDetail({
             {event.text === undefined ? ', not UTF-8' : ''})
           </h4>
           {event.text !== undefined && (
-            <button type="button" class="quiet" onClick={() => setHex(!hex)}>
-              {hex ? 'Show as text' : 'Show as hex'}
-            </button>
+            <div class="actions" role="group" aria-label="Show the body">
+              {(
+                [
+                  ['text', 'As received'],
+                  ['formatted', 'Formatted JSON'],
+                  ['hex', 'Hex'],
+                ] as const
+              ).map(([key, label]) => (
+                <button key={key} type="button" class="quiet" aria-pressed={view === key} onClick={() => setView(key)}>
+                  {label}
+                </button>
+              ))}
+            </div>
           )}
-          <pre class="body" data-testid="event-body">
-            {event.text === undefined || hex ? hexDump(bytes) : <Untrusted text={event.text} />}
+          <pre class="body" data-testid="event-body" data-view={event.text === undefined ? 'hex' : view}>
+            {event.text === undefined || view === 'hex' ? (
+              hexDump(bytes)
+            ) : (
+              <Untrusted text={view === 'formatted' ? prettyBodyCached(event.text) : event.text} />
+            )}
           </pre>
           <h4>Headers as received</h4>
           <pre class="headers" data-testid="event-headers">
