@@ -379,7 +379,8 @@ function EventDetail({
             {event.text === undefined ? ', not UTF-8' : ''})
           </h4>
           {event.text !== undefined && (
-            <div class="actions" role="group" aria-label="Show the body">
+            <fieldset class="actions body-views">
+              <legend class="sr-only">Show the body</legend>
               {(
                 [
                   ['text', 'As received'],
@@ -391,7 +392,7 @@ function EventDetail({
                   {label}
                 </button>
               ))}
-            </div>
+            </fieldset>
           )}
           <pre class="body" data-testid="event-body" data-view={event.text === undefined ? 'hex' : view}>
             {event.text === undefined || view === 'hex' ? (
