@@ -696,7 +696,14 @@ async function exportEvents(inbox: OpenedInbox, options: ExportOptions): Promise
       count++;
     }
   } finally {
-    if (stream) await new Promise<void>((resolve) => stream.end(() => resolve()));
+    // Closed whether it ended or failed: a failed stream never says it finished, but it closes.
+    if (stream) {
+      await new Promise<void>((resolve) => {
+        if (stream.closed) return resolve();
+        stream.once('close', () => resolve());
+        stream.end();
+      });
+    }
   }
   const filters = hasFilter(options) ? ` matching ${describeFilters(options)}` : '';
   const to = file === undefined ? '' : ` to ${escapeText(file)}`;
@@ -714,20 +721,22 @@ async function openOutput(file: string): Promise<WriteStream> {
       reject(new UsageError(`Cannot write ${file}: ${error.code ?? error.message}.`)),
     );
   });
+  // From here a failure is heard by the write that met it (write()); this keeps it from being an
+  // unhandled 'error' event.
+  stream.on('error', () => {});
   return stream;
 }
 
-/** Writes `text`, waiting when the stream is full; a write that fails (a full disk) fails the command. */
+/**
+ * Writes `text` and waits until it is handed to the system: a write that fails (a full disk) fails
+ * the command, whenever the error comes (the write's own callback hears it, not a listener that
+ * may already be gone).
+ */
 function write(stream: NodeJS.WritableStream, text: string, file: string | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
-    const fail = (error: NodeJS.ErrnoException) =>
-      reject(new FailedError(`Cannot write ${file ?? 'the output'}: ${error.code ?? error.message}.`));
-    stream.once('error', fail);
-    const done = () => {
-      stream.off('error', fail);
-      resolve();
-    };
-    if (stream.write(text)) done();
-    else stream.once('drain', done);
+    stream.write(text, (error?: NodeJS.ErrnoException | null) => {
+      if (error) reject(new FailedError(`Cannot write ${file ?? 'the output'}: ${error.code ?? error.message}.`));
+      else resolve();
+    });
   });
 }
