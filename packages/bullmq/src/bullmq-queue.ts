@@ -1,6 +1,7 @@
 import {
   type DeadLetter as CoreDeadLetter,
   type DeadLetterListOptions,
+  type DeadLetterSource,
   isQueuedDelivery,
   type QueuedDelivery,
   type WebhookQueue,
@@ -90,7 +91,7 @@ function deadLetterOf(job: Job): DeadLetter {
  * app.post('/webhooks', webhookMiddleware(webhooks))
  * const worker = queue.startWorker(webhooks, { concurrency: 4 })
  */
-export class BullMQQueue implements WebhookQueue {
+export class BullMQQueue implements WebhookQueue, DeadLetterSource {
   readonly #options: ResolvedQueueOptions;
   readonly #queue: Queue;
   readonly #workers = new Set<QueueWorker>();

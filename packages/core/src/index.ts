@@ -64,8 +64,10 @@ export {
 export type { BodyReader, HandleInput, WebhookResponse } from './seams/handle-input.js';
 export type { WebhooksLogger } from './seams/logger.js';
 export {
+  DEAD_LETTER_METHODS,
   type DeadLetter,
   type DeadLetterListOptions,
+  type DeadLetterSource,
   isQueuedDelivery,
   isWebhookQueue,
   type QueuedDelivery,

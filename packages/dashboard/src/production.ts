@@ -1,31 +1,19 @@
 // The production views' API, under /api/production: the inbox (an InboxReader: PostgresArchive or
 // RedisArchive) and the dead letters of queued processing (BullMQQueue, PgBossQueue). The page
 // reads it with GET and changes things with POST; with `readOnly` every POST is refused (403).
-import { type DeadLetter, INBOX_OUTCOMES, type InboxOutcome, type InboxQuery, type InboxReader } from '@pixhook/core';
+import {
+  DEAD_LETTER_METHODS,
+  type DeadLetterSource,
+  INBOX_OUTCOMES,
+  type InboxOutcome,
+  type InboxQuery,
+  type InboxReader,
+} from '@pixhook/core';
+
+export type { DeadLetterSource };
+
 import { ActionError } from './actions.js';
 import type { DeadLetterPage, InboxEventView, ProductionInfo, ReplayAnswer, SetActionAnswer } from './protocol.js';
-
-/**
- * The dead-letter methods the dashboard uses, as `BullMQQueue` (@pixhook/bullmq) and `PgBossQueue`
- * (@pixhook/pg-boss) have them, with the engine's and the queue's names to show.
- */
-export interface DeadLetterSource {
-  /** The engine's name, e.g. `'bullmq'` or `'pg-boss'`. */
-  readonly engine: string;
-  /** The queue's name. */
-  readonly queueName: string;
-  /** Dead letters, newest first. */
-  listDeadLetters(options?: { offset?: number; limit?: number }): Promise<DeadLetter[]>;
-  countDeadLetters(): Promise<number>;
-  /** One dead letter by job id or event id; undefined when there is none. */
-  getDeadLetter(id: string): Promise<DeadLetter | undefined>;
-  /** Runs it again with all its attempts; false when there is no such dead letter. */
-  retryDeadLetter(id: string): Promise<boolean>;
-  /** Deletes it for good; false when there is no such dead letter. */
-  discardDeadLetter(id: string): Promise<boolean>;
-  retryAllDeadLetters(): Promise<number>;
-  discardAllDeadLetters(): Promise<number>;
-}
 
 /** What the production views read and change. */
 export interface Production {
@@ -347,17 +335,10 @@ export function checkSources(value: unknown): DeadLetterSource[] {
   if (value === undefined) return [];
   if (!Array.isArray(value))
     throw new TypeError('pixhook: deadLetters must be an array of queues (BullMQQueue, PgBossQueue).');
-  const methods = [
-    'listDeadLetters',
-    'countDeadLetters',
-    'getDeadLetter',
-    'retryDeadLetter',
-    'discardDeadLetter',
-    'retryAllDeadLetters',
-    'discardAllDeadLetters',
-  ];
   return value.map((source, index) => {
-    const missing = methods.filter((name) => typeof (source as Record<string, unknown>)?.[name] !== 'function');
+    const missing = DEAD_LETTER_METHODS.filter(
+      (name) => typeof (source as Record<string, unknown>)?.[name] !== 'function',
+    );
     if (missing.length > 0) {
       throw new TypeError(
         `pixhook: deadLetters[${index}] is not a dead-letter source (a BullMQQueue or PgBossQueue): it has no ${missing.join(', ')}.`,

@@ -1,6 +1,7 @@
 import {
   type DeadLetter,
   type DeadLetterListOptions,
+  type DeadLetterSource,
   describeType,
   isQueuedDelivery,
   type QueuedDelivery,
@@ -158,7 +159,7 @@ function explained(error: unknown, schema: string): unknown {
  * app.post('/webhooks', webhookMiddleware(webhooks))
  * const worker = queue.startWorker(webhooks, { concurrency: 4 })
  */
-export class PgBossQueue implements WebhookQueue {
+export class PgBossQueue implements WebhookQueue, DeadLetterSource {
   readonly #boss: PgBossLike;
   readonly #options: ResolvedPgBossQueueOptions;
   readonly #statements: PgBossStatements;

@@ -1,62 +1,27 @@
-import { UsageError } from './errors.js';
+import { parseServerUrl, type ServerUrl, type ServerUrlKind } from './server-url.js';
 
 /** Longest wait for Postgres to accept the connection and answer, in ms: a command fails, never hangs. */
 export const POSTGRES_TIMEOUT_MS = 5_000;
 
 /** A Postgres URL checked by {@link parsePostgresUrl}, and how to show it without its password. */
-export interface PostgresUrl {
-  /** The URL as given, to connect with: it may hold a password, so it is never printed. */
-  readonly href: string;
-  /** The URL to print: the password (and any query, which may hold one) replaced by `***`. */
-  readonly shown: string;
-  /** `host:port`, for messages. */
-  readonly address: string;
-  /** The password as given and as decoded, for scrubbing it from a driver's message. */
-  readonly secrets: readonly string[];
-}
+export type PostgresUrl = ServerUrl;
+
+const POSTGRES: ServerUrlKind = {
+  option: '--postgres (or DATABASE_URL)',
+  protocols: ['postgres:', 'postgresql:'],
+  shape: 'postgres://[user[:password]@]host[:port]/database',
+  example: 'postgres://app@127.0.0.1:5432/app',
+  defaultPort: '5432',
+};
 
 /**
- * Checks a `postgres://` or `postgresql://` URL. The error never quotes the value: it may hold a
- * password (which is also why `--postgres` is checked here, not by commander, whose message
- * quotes the value).
+ * Checks a `postgres://` or `postgresql://` URL; the error never quotes the value.
  *
  * @example
  * parsePostgresUrl('postgres://app:s3cret@db:5432/app').shown // 'postgres://app:***@db:5432/app'
  */
 export function parsePostgresUrl(value: string): PostgresUrl {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new UsageError(
-      '--postgres (or DATABASE_URL) is not a URL: expected postgres://[user[:password]@]host[:port]/database.',
-    );
-  }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new UsageError(
-      `--postgres (or DATABASE_URL) must be a postgres:// or postgresql:// URL, not ${url.protocol}//: e.g. postgres://app@127.0.0.1:5432/app.`,
-    );
-  }
-  const credentials = url.password ? `${url.username}:***@` : url.username ? `${url.username}@` : '';
-  const path = url.pathname === '/' ? '' : url.pathname;
-  const query = url.search ? '?***' : '';
-  const secrets = [url.password, safeDecode(url.password)];
-  // A password may also come in the query (`?password=…`): scrub it as well.
-  for (const [name, text] of url.searchParams) if (/pass/i.test(name)) secrets.push(text);
-  return {
-    href: value,
-    shown: `${url.protocol}//${credentials}${url.host}${path}${query}`,
-    address: `${url.hostname || 'localhost'}:${url.port || '5432'}`,
-    secrets: [...new Set(secrets)].filter((secret) => secret.length > 0),
-  };
-}
-
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
+  return parseServerUrl(value, POSTGRES);
 }
 
 /** Postgres did not answer within POSTGRES_TIMEOUT_MS. */

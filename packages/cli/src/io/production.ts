@@ -4,7 +4,15 @@
 // pg-boss started for the command). Every package here is an optional peer dependency of the CLI,
 // imported when a command needs it. A connection string's password is never printed: every
 // message names the URL with it masked, and a driver's message is scrubbed of it.
-import type { DeadLetter, DeadLetterListOptions, InboxEvent, InboxPage, InboxQuery, InboxReader } from '@pixhook/core';
+import {
+  DEAD_LETTER_METHODS,
+  type DeadLetter,
+  type DeadLetterListOptions,
+  type InboxEvent,
+  type InboxPage,
+  type InboxQuery,
+  type InboxReader,
+} from '@pixhook/core';
 import { FailedError, UsageError } from './errors.js';
 import {
   describePostgresError,
@@ -398,16 +406,6 @@ function newRedis(Redis: IoRedisConstructor, url: RedisUrl, reconnect: boolean):
 
 // ---------------------------------------------------------------------------------------------
 // Dead letters.
-
-const DEAD_LETTER_METHODS = [
-  'listDeadLetters',
-  'countDeadLetters',
-  'getDeadLetter',
-  'retryDeadLetter',
-  'discardDeadLetter',
-  'retryAllDeadLetters',
-  'discardAllDeadLetters',
-] as const;
 
 type DeadLetterMethods = Pick<OpenedDeadLetters, (typeof DEAD_LETTER_METHODS)[number]>;
 

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { UsageError } from './errors.js';
+import { parseServerUrl, type ServerUrl, type ServerUrlKind } from './server-url.js';
 
 /** Where Redis is when neither `--redis` nor REDIS_URL says. */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -8,56 +8,24 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 export const REDIS_TIMEOUT_MS = 3_000;
 
 /** A Redis URL checked by {@link parseRedisUrl}, and how to show it without its password. */
-export interface RedisUrl {
-  /** The URL as given, to connect with: it may hold a password, so it is never printed. */
-  readonly href: string;
-  /** The URL to print: the password (and any query, which may hold one) replaced by `***`. */
-  readonly shown: string;
-  /** `host:port`, for messages. */
-  readonly address: string;
-  /** The password as given and as decoded, for scrubbing it from a driver's message. */
-  readonly secrets: readonly string[];
-}
+export type RedisUrl = ServerUrl;
+
+const REDIS: ServerUrlKind = {
+  option: '--redis (or REDIS_URL)',
+  protocols: ['redis:', 'rediss:'],
+  shape: 'redis://[[user]:password@]host[:port][/db], or rediss:// for TLS',
+  example: 'redis://127.0.0.1:6379',
+  defaultPort: '6379',
+};
 
 /**
- * Checks a `redis://` or `rediss://` URL. The error never quotes the value: it may hold a password
- * (which is also why `--redis` is checked here, not by commander, whose message quotes the value).
+ * Checks a `redis://` or `rediss://` URL; the error never quotes the value.
  *
  * @example
  * parseRedisUrl('redis://:s3cret@127.0.0.1:6380/2').shown // 'redis://:***@127.0.0.1:6380/2'
  */
 export function parseRedisUrl(value: string): RedisUrl {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new UsageError(
-      '--redis (or REDIS_URL) is not a URL: expected redis://[[user]:password@]host[:port][/db], or rediss:// for TLS.',
-    );
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-    throw new UsageError(
-      `--redis (or REDIS_URL) must be a redis:// or rediss:// URL, not ${url.protocol}//: e.g. redis://127.0.0.1:6379.`,
-    );
-  }
-  const credentials = url.password ? `${url.username}:***@` : url.username ? `${url.username}@` : '';
-  const path = url.pathname === '/' ? '' : url.pathname;
-  const query = url.search ? '?***' : '';
-  const secrets = url.password ? [url.password, safeDecode(url.password)] : [];
-  return {
-    href: value,
-    shown: `${url.protocol}//${credentials}${url.host}${path}${query}`,
-    address: `${url.hostname}:${url.port || '6379'}`,
-    secrets: [...new Set(secrets)].filter((secret) => secret.length > 0),
-  };
-}
-
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
+  return parseServerUrl(value, REDIS);
 }
 
 /** Parses a BullMQ queue name or key prefix: non-empty, without `:` (BullMQ's key separator). */

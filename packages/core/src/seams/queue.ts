@@ -104,6 +104,42 @@ export interface DeadLetterListOptions {
   limit?: number;
 }
 
+/**
+ * Where the dead letters of one queue are listed, shown, retried and discarded: `BullMQQueue`
+ * (`@pixhook/bullmq`) and `PgBossQueue` (`@pixhook/pg-boss`) are both one, and the dashboard and
+ * `pixhook dead-letters` take any.
+ */
+export interface DeadLetterSource {
+  /** The engine's name, e.g. `'bullmq'` or `'pg-boss'`. */
+  readonly engine: string;
+  /** The queue's name. */
+  readonly queueName: string;
+  /** Dead letters, newest first. */
+  listDeadLetters(options?: DeadLetterListOptions): Promise<DeadLetter[]>;
+  countDeadLetters(): Promise<number>;
+  /** One dead letter by job id or event id; undefined when there is none. */
+  getDeadLetter(id: string): Promise<DeadLetter | undefined>;
+  /** Runs it again with all its attempts; false when there is no such dead letter. */
+  retryDeadLetter(id: string): Promise<boolean>;
+  /** Deletes it for good; false when there is no such dead letter. */
+  discardDeadLetter(id: string): Promise<boolean>;
+  /** Runs every dead letter again; resolves with how many. */
+  retryAllDeadLetters(): Promise<number>;
+  /** Deletes every dead letter for good; resolves with how many. */
+  discardAllDeadLetters(): Promise<number>;
+}
+
+/** The methods of a `DeadLetterSource`, for checking one that was given. */
+export const DEAD_LETTER_METHODS = [
+  'listDeadLetters',
+  'countDeadLetters',
+  'getDeadLetter',
+  'retryDeadLetter',
+  'discardDeadLetter',
+  'retryAllDeadLetters',
+  'discardAllDeadLetters',
+] as const satisfies readonly (keyof DeadLetterSource)[];
+
 /** True when `value` has an `enqueue` method (a `WebhookQueue`). */
 export function isWebhookQueue(value: unknown): value is WebhookQueue {
   return typeof value === 'object' && value !== null && typeof (value as WebhookQueue).enqueue === 'function';
