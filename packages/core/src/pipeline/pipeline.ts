@@ -136,7 +136,7 @@ function proceed(
           request,
           startedAt,
           trace && traced(trace, verified, verifying),
-          host.options.archive && draftOf(host, verified, raw, received, startedAt),
+          draftOf(host, verified, raw, received, startedAt),
         ),
       (cause: unknown) => {
         if (trace) trace.verifyMs = performance.now() - verifying;
@@ -150,19 +150,20 @@ function proceed(
     request,
     startedAt,
     trace && traced(trace, delivery, verifying),
-    host.options.archive && draftOf(host, delivery, raw, received, startedAt),
+    draftOf(host, delivery, raw, received, startedAt),
   );
 }
 
-/** With an archive: the entry of a verified delivery, to be completed with its outcome. */
+/** With an archive, the entry of a verified delivery, to be completed with its outcome; else undefined. */
 function draftOf(
   host: PipelineHost,
   delivery: VerifiedDelivery,
   raw: unknown,
   received: unknown,
   startedAt: number,
-): DeliveryDraft {
-  const { queue, transactions } = host.options;
+): DeliveryDraft | undefined {
+  const { queue, transactions, archive } = host.options;
+  if (archive === undefined) return undefined;
   return {
     delivery,
     body: toBytes(raw as Uint8Array | string),
