@@ -12,9 +12,20 @@ import { archived, expectKeptExactly, oddDelivery } from '@pixhook/test-helpers/
 import { SECRET } from '@pixhook/test-helpers/deliveries';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import pg from 'pg';
-import type PgBoss from 'pg-boss';
+import PgBoss from 'pg-boss';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { QUICK, startBoss, testQueueOptions } from './helpers/pg-boss.js';
+
+/** An idle worker polls every 100 ms. */
+const QUICK = { pollingIntervalMs: 100 } as const;
+
+/** A queue of its own per test, retried at once. */
+function testQueueOptions() {
+  return {
+    name: `pixhook-test-${globalThis.crypto.randomUUID().slice(0, 8)}`,
+    attempts: 3,
+    backoff: { type: 'fixed' as const, delayMs: 0 },
+  };
+}
 
 describeWithPostgres('queued mode on pg-boss with a PostgresArchive', () => {
   let server: PostgresServer;
@@ -24,7 +35,9 @@ describeWithPostgres('queued mode on pg-boss with a PostgresArchive', () => {
   const toClose: { close(): Promise<unknown> }[] = [];
   beforeAll(async () => {
     server = await startPostgresServer();
-    ({ boss } = await startBoss(server.url));
+    boss = new PgBoss({ connectionString: server.url, max: 10 });
+    boss.on('error', () => {});
+    await boss.start();
     pool = new pg.Pool({ connectionString: server.url, max: 10 });
     const table = `inbox_${globalThis.crypto.randomUUID().slice(0, 8)}`;
     await migrateArchive(pool, { table });
