@@ -152,7 +152,7 @@ function configs(redis, postgres) {
 }
 
 /** Problems that make a run count as broken: any error, timeout or non-2xx answer, or no answer at all. */
-function problemsOf(id, r) {
+export function problemsOf(id, r) {
   const problems = [];
   if (r.requests === 0 || r.ok === 0) problems.push(`${id}: no request answered`);
   if (r.non2xx > 0) problems.push(`${id}: ${r.non2xx} non-2xx answers`);

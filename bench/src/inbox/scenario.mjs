@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { startChild } from '../children.mjs';
 import { startPostgres } from '../http/postgres-server.mjs';
 import { startRedis } from '../http/redis-server.mjs';
+import { problemsOf } from '../http/scenario.mjs';
 import { CORE } from '../pin.mjs';
 import { ratios, roundOrder, spread } from '../stats.mjs';
 
@@ -87,15 +88,6 @@ function configs({ redis, postgres }) {
     }
   }
   return list;
-}
-
-function problemsOf(id, r) {
-  const problems = [];
-  if (r.requests === 0 || r.ok === 0) problems.push(`${id}: no request answered`);
-  if (r.non2xx > 0) problems.push(`${id}: ${r.non2xx} non-2xx answers`);
-  if (r.errors > 0) problems.push(`${id}: ${r.errors} connection errors`);
-  if (r.timeouts > 0) problems.push(`${id}: ${r.timeouts} timeouts`);
-  return problems;
 }
 
 /** Runs both parts; `cost` and `list` are the settings of each (src/main.mjs). */

@@ -6,8 +6,7 @@
 // message names the URL with it masked, and a driver's message is scrubbed of it.
 import {
   DEAD_LETTER_METHODS,
-  type DeadLetter,
-  type DeadLetterListOptions,
+  type DeadLetterSource,
   type InboxEvent,
   type InboxPage,
   type InboxQuery,
@@ -94,18 +93,10 @@ export interface DeadLetterLocation {
  * A queue's dead letters, opened by {@link openDeadLetters}: the dead-letter methods of BullMQQueue
  * and PgBossQueue, the engine and the queue's name, and where it is (password masked).
  */
-export interface OpenedDeadLetters {
+export interface OpenedDeadLetters extends DeadLetterSource {
   readonly engine: 'bullmq' | 'pg-boss';
-  readonly queueName: string;
   /** `queue pixhook-webhooks (prefix bull) on redis://:***@host:6379`: printable, never the password. */
   readonly where: string;
-  listDeadLetters(options?: DeadLetterListOptions): Promise<DeadLetter[]>;
-  countDeadLetters(): Promise<number>;
-  getDeadLetter(id: string): Promise<DeadLetter | undefined>;
-  retryDeadLetter(id: string): Promise<boolean>;
-  discardDeadLetter(id: string): Promise<boolean>;
-  retryAllDeadLetters(): Promise<number>;
-  discardAllDeadLetters(): Promise<number>;
   /** Closes the queue and the connection (and the pg-boss) opened for it; resolves within half a second, even with a stalled server. */
   close(): Promise<void>;
 }
