@@ -7,6 +7,7 @@ export {
   type WebhookErrorCode,
   WebhookVerificationError,
 } from './protocol/errors.js';
+export { deliveryKey, eventKey } from './protocol/event-key.js';
 export {
   type AnyEvent,
   type DataObject,
@@ -27,7 +28,14 @@ export {
   SERVICE_ATTEMPTS,
   SERVICE_RETRY_DELAYS_SECONDS,
 } from './protocol/retry-schedule.js';
-export { MAX_SECRETS } from './protocol/secrets.js';
+export { MAX_TENANT_CHARACTERS, type SecretCacheOptions } from './protocol/secret-lookup.js';
+export {
+  MAX_SECRETS,
+  type SecretEntry,
+  type SecretLookup,
+  type SecretMatch,
+  type SecretSpec,
+} from './protocol/secrets.js';
 export { sign } from './protocol/sign.js';
 export { type ParsedSignatureHeader, parseSignatureHeader } from './protocol/signature-header.js';
 export {
@@ -74,6 +82,7 @@ export {
   type QueuedRun,
   type WebhookQueue,
 } from './seams/queue.js';
+export { isFinalFailure, SchemaMismatchError, type StandardSchemaV1 } from './seams/schema.js';
 export {
   type ClaimResult,
   DEFAULT_COMPLETED_TTL_MS,
@@ -96,7 +105,9 @@ export {
   type ErrorHandler,
   type EventHandler,
   type HandlerContext,
+  type HandlerOptions,
   type TransactionalHandlerContext,
   Webhooks,
+  type WithObject,
 } from './webhooks.js';
 export type { WebhooksLike } from './webhooks-like.js';

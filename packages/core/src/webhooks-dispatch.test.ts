@@ -198,7 +198,7 @@ describe('handler context', () => {
       deliveryId: 'dlv_1234',
     });
     await webhooks.handle({ headers, body, request });
-    expect(contexts).toEqual([{ deliveryId: 'dlv_1234', timestamp, request }]);
+    expect(contexts).toEqual([{ deliveryId: 'dlv_1234', timestamp, request, secret: { index: 0 } }]);
     expect((contexts[0] as { request: unknown }).request).toBe(request);
   });
 });

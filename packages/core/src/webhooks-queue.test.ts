@@ -56,7 +56,8 @@ describe('queued mode: the request', () => {
     expect(ran).toEqual([]);
     const job = queue.jobs.get(event.id);
     expect(job?.event).toEqual(event);
-    expect(Object.keys(job ?? {}).sort()).toEqual(['deliveryId', 'event', 'timestamp']);
+    expect(Object.keys(job ?? {}).sort()).toEqual(['deliveryId', 'event', 'secret', 'timestamp']);
+    expect(job?.secret).toEqual({ index: 0 });
     expect(typeof job?.deliveryId).toBe('string');
     expect(job?.timestamp).toBeGreaterThan(1_700_000_000);
   });

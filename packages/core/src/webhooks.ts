@@ -13,12 +13,15 @@ import {
   type EventType,
 } from './protocol/events.js';
 import { type HeadersInput, readDeliveryHeaders } from './protocol/headers.js';
+import { verifyForTenant } from './protocol/secret-lookup.js';
 import { verifyDelivery, verifyDeliveryAnywhere } from './protocol/verify.js';
 import type { InboxQuery } from './seams/archive.js';
 import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './seams/context.js';
 import type { HandleInput, WebhookResponse } from './seams/handle-input.js';
 import type { WebhooksLogger } from './seams/logger.js';
 import type { QueuedDelivery, QueuedRun } from './seams/queue.js';
+import { isStandardSchema, type StandardSchemaV1, validating } from './seams/schema.js';
+import { describeType } from './util/option-checks.js';
 
 export type {
   ErrorContext,
@@ -29,6 +32,51 @@ export type {
 } from './seams/context.js';
 
 const KNOWN = new Set<string>(EVENT_TYPES);
+
+/**
+ * Options of one handler's registration (`webhooks.on(type, options, handler)`).
+ * @typeParam S - the schema's type, which types the handler's `data.object`
+ */
+export interface HandlerOptions<S extends StandardSchemaV1 = StandardSchemaV1> {
+  /**
+   * A Standard Schema v1 validator (zod, valibot, arktype…) for the event's `data.object`: the
+   * handler runs on the validated value; an event that fails it skips this handler and is reported
+   * as `SCHEMA_MISMATCH` (acknowledged, never a 4xx).
+   * @default none: data.object is not checked
+   */
+  schema?: S;
+}
+
+/** `E` with `data.object` of type `O`, for each member of a union of events. */
+export type WithObject<E, O> = E extends { data: infer D }
+  ? Omit<E, 'data'> & { data: Omit<D, 'object'> & { object: O } }
+  : never;
+
+const HANDLER_OPTIONS = new Set(['schema']);
+
+/** A handler registered with options: checked, and wrapped to validate when there is a schema. */
+function withOptions(options: unknown, handler: AnyHandler): AnyHandler {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(
+      `pixhook: on(type, options, handler): options must be an object such as { schema }; got ${describeType(options)}.`,
+    );
+  }
+  for (const key of Object.keys(options)) {
+    if (!HANDLER_OPTIONS.has(key)) {
+      throw new TypeError(
+        `pixhook: on(type, options, handler): unknown option ${JSON.stringify(key.slice(0, 40))}; it takes schema.`,
+      );
+    }
+  }
+  const { schema } = options as HandlerOptions;
+  if (schema === undefined) return handler;
+  if (!isStandardSchema(schema)) {
+    throw new TypeError(
+      `pixhook: on(type, { schema }, handler): schema must be a Standard Schema v1 validator (zod 3.24+, valibot 1, arktype 2…); got ${describeType(schema)}.`,
+    );
+  }
+  return validating(schema, handler);
+}
 
 /**
  * Receives the image service's webhooks: verifies, de-duplicates and dispatches them.
@@ -65,12 +113,13 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
 
   /** What `console.log(webhooks)` shows: the settings, never the secrets. */
   [Symbol.for('nodejs.util.inspect.custom')](): string {
-    const { secrets, tolerance, maxBodyBytes, store, queue, transactions } = this.#options;
+    const { secrets, tenantSecrets, tolerance, maxBodyBytes, store, queue, transactions } = this.#options;
     const storeName = store === false ? 'false' : (store.constructor?.name ?? 'custom');
     const queued = queue === undefined ? '' : `, queue: ${queue.constructor?.name ?? 'custom'}`;
     const transactional =
       transactions === undefined ? '' : `, transactions: ${transactions.constructor?.name ?? 'custom'}`;
-    return `Webhooks { secrets: ${secrets.length} (hidden), tolerance: ${tolerance}, maxBodyBytes: ${maxBodyBytes}, store: ${storeName}${queued}${transactional} }`;
+    const secretsShown = tenantSecrets ? 'per tenant (hidden)' : `${secrets.list.length} (hidden)`;
+    return `Webhooks { secrets: ${secretsShown}, tolerance: ${tolerance}, maxBodyBytes: ${maxBodyBytes}, store: ${storeName}${queued}${transactional} }`;
   }
 
   /** Largest body accepted, in bytes (the `maxBodyBytes` option). */
@@ -88,13 +137,35 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    * another, in the order they were registered (with `on` or `onAny`); the first that throws stops
    * the rest and the delivery answers 500, so the service's retry runs them all again.
    *
+   * With `{ schema }` (any Standard Schema v1 validator: zod, valibot, arktype), the event's
+   * `data.object` is validated right before this handler runs, and the handler gets the validated
+   * value, typed by the schema. An event that fails it is not a 4xx (the service would retry the
+   * signed event for 32 hours, then disable the endpoint): this handler is skipped, the others run,
+   * the event is acknowledged, and `onError` hears `SCHEMA_MISMATCH` with the validator's issues
+   * (in a queue worker the job becomes a dead letter at once).
+   *
    * @example
    * webhooks.on('quota.warned', (event) => notify(event.data.object))
    * webhooks.on(['quota.warned', 'quota.exceeded'], (event) => event.type) // narrowed union
+   * webhooks.on('image.created', { schema: z.object({ id: z.string(), bytes: z.number() }) }, (event) => event.data.object.bytes)
    */
-  on<K extends EventType>(type: K | readonly K[], handler: EventHandler<EventOf<M, K>, TRequest, TTransaction>): this {
-    const types: readonly string[] = Array.isArray(type) ? type : [type as K];
-    if (typeof handler !== 'function') throw new TypeError('pixhook: on(type, handler) needs a handler function.');
+  on<K extends EventType>(type: K | readonly K[], handler: EventHandler<EventOf<M, K>, TRequest, TTransaction>): this;
+  on<K extends EventType, S extends StandardSchemaV1>(
+    type: K | readonly K[],
+    options: HandlerOptions<S>,
+    handler: EventHandler<WithObject<EventOf<M, K>, StandardSchemaV1.InferOutput<S>>, TRequest, TTransaction>,
+  ): this;
+  on(type: EventType | readonly EventType[], second: unknown, third?: unknown): this {
+    const types: readonly string[] = Array.isArray(type) ? type : [type as EventType];
+    const options = third === undefined ? undefined : second;
+    const given = third === undefined ? second : third;
+    if (typeof given !== 'function') {
+      throw new TypeError(
+        options === undefined
+          ? 'pixhook: on(type, handler) needs a handler function.'
+          : 'pixhook: on(type, options, handler) needs a handler function.',
+      );
+    }
     if (types.length === 0) throw new TypeError('pixhook: on([], handler) needs at least one event type.');
     for (const t of types) {
       if (!KNOWN.has(t)) {
@@ -103,7 +174,8 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
         );
       }
     }
-    for (const t of new Set(types)) this.#handlersFor(t).push(handler as AnyHandler);
+    const handler = options === undefined ? (given as AnyHandler) : withOptions(options, given as AnyHandler);
+    for (const t of new Set(types)) this.#handlersFor(t).push(handler);
     return this;
   }
 
@@ -146,6 +218,11 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
     // Checked first: without the bytes nothing about the request can be judged, and a missing raw
     // copy is this app's setup, which every request would hit.
     const body = rawBytes(rawBody, 'verify()', 'unavailable');
+    if (this.#options.tenantSecrets) {
+      throw new TypeError(
+        "pixhook: verify() is synchronous and cannot look up a tenant's secret; with secret as a function, use verifyAsync(rawBody, headers, { tenant }).",
+      );
+    }
     return verifyDelivery(this.#options, body, readDeliveryHeaders(headersOf(headers))).event as AnyEvent<M>;
   }
 
@@ -156,13 +233,33 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    *
    * @param rawBody - the exact bytes received (a string is taken as UTF-8)
    * @param headers - Node's lower-case header object, or a `Headers`
+   * @param options - `tenant`: whose secret must match, when `secret` is a function
    * @example
    * const event = await webhooks.verifyAsync(new Uint8Array(await request.arrayBuffer()), request.headers)
    */
-  async verifyAsync(rawBody: Uint8Array | string, headers: HeadersInput): Promise<AnyEvent<M>> {
+  async verifyAsync(
+    rawBody: Uint8Array | string,
+    headers: HeadersInput,
+    options?: { tenant?: string | undefined },
+  ): Promise<AnyEvent<M>> {
     const body = rawBytes(rawBody, 'verifyAsync()', 'unavailable');
-    return (await verifyDeliveryAnywhere(this.#options, body, readDeliveryHeaders(headersOf(headers))))
-      .event as AnyEvent<M>;
+    const read = readDeliveryHeaders(headersOf(headers));
+    const tenants = this.#options.tenantSecrets;
+    const delivery = tenants
+      ? verifyForTenant(this.#options, tenants, body, read, options?.tenant)
+      : verifyDeliveryAnywhere(this.#options, body, read);
+    return (await delivery).event as AnyEvent<M>;
+  }
+
+  /**
+   * With `secret` as a function: forgets the cached secrets of `tenant` (or of every tenant), so
+   * the next delivery looks them up again: call it when a tenant's secret changes in your database.
+   * Does nothing when `secret` is not a function.
+   * @example
+   * await db.endpoints.update(tenant, { signingSecret }); webhooks.forgetSecrets(tenant)
+   */
+  forgetSecrets(tenant?: string): void {
+    this.#options.tenantSecrets?.forget(tenant);
   }
 
   /**
@@ -234,7 +331,8 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
     // Rejected requests (4xx, 409) are not logged: anyone can send them.
     if (
       error.code === 'ENDPOINT_AT_RISK' ||
-      (!heard && (error.status >= 500 || error.code === 'DUPLICATE_WINDOW_SHORTENED'))
+      (!heard &&
+        (error.status >= 500 || error.code === 'DUPLICATE_WINDOW_SHORTENED' || error.code === 'SCHEMA_MISMATCH'))
     ) {
       log(this.#options.logger, error, context);
     }
@@ -298,13 +396,14 @@ function logTo(logger: WebhooksLogger, error: WebhookVerificationError, context:
     fields.eventId = String(context.event.id);
   }
   if (context.deliveryId !== undefined) fields.deliveryId = printable(String(context.deliveryId));
+  if (context.tenant !== undefined) fields.tenant = printable(String(context.tenant));
   if (context.job) {
     const { engine, jobId, attempt, maxAttempts } = context.job;
     fields.job = { engine, jobId, attempt, maxAttempts };
   }
   if (error.cause !== undefined) fields.err = error.cause;
   const message = `pixhook: ${error.code}: ${error.message}`;
-  if (error.code === 'DUPLICATE_WINDOW_SHORTENED') logger.warn(fields, message);
+  if (error.code === 'DUPLICATE_WINDOW_SHORTENED' || error.code === 'SCHEMA_MISMATCH') logger.warn(fields, message);
   else logger.error(fields, message);
 }
 
@@ -313,6 +412,7 @@ function logUnheard(error: WebhookVerificationError, context: ErrorContext): voi
   const where = [
     context.event && `${printable(String(context.event.type))} ${printable(String(context.event.id))}`,
     context.deliveryId && `delivery ${printable(String(context.deliveryId))}`,
+    context.tenant && `tenant ${printable(String(context.tenant))}`,
     context.job &&
       `job ${printable(String(context.job.jobId))}, attempt ${context.job.attempt} of ${context.job.maxAttempts}`,
   ]

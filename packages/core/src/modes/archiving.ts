@@ -1,6 +1,8 @@
 // The archive's part of every mode: timing each handler's run, and writing an entry to the
 // `archive` under its deadline without ever changing an answer (a failure is ARCHIVE_FAILED).
+
 import { WebhookVerificationError } from '../protocol/errors.js';
+import { eventKey } from '../protocol/event-key.js';
 import type { AnyEvent } from '../protocol/events.js';
 import type { VerifiedDelivery } from '../protocol/verify.js';
 import type { ArchivedDelivery, ArchivedRun, ArchiveEntry, ArchiveMode, WebhookArchive } from '../seams/archive.js';
@@ -142,7 +144,7 @@ export interface DeliveryDraft {
  */
 export function deliveryEntry(draft: DeliveryDraft, outcome: Outcome, now: number): ArchivedDelivery {
   const elapsed = performance.now() - draft.startedAt;
-  const { event, deliveryId, timestamp, secretIndex } = draft.delivery;
+  const { event, deliveryId, timestamp, secretIndex, tenant } = draft.delivery;
   const status = outcome.kind === 'done' ? 200 : outcome.kind === 'queued' ? 202 : outcome.error.status;
   const result =
     outcome.kind === 'done'
@@ -156,7 +158,8 @@ export function deliveryEntry(draft: DeliveryDraft, outcome: Outcome, now: numbe
           : 'failed';
   return {
     kind: 'delivery',
-    eventId: event.id,
+    // Scoped by tenant, as the store's claims are: `acme/evt_1`.
+    eventId: eventKey(event.id, tenant),
     eventType: event.type,
     created: typeof event.created === 'number' ? event.created : undefined,
     deliveryId,

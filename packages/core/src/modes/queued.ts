@@ -1,6 +1,8 @@
 // Queued mode: in the request, the write of a verified delivery to the queue (enqueue); in a
 // worker, the run of a queued delivery's handlers (processQueued).
 import { WebhookVerificationError } from '../protocol/errors.js';
+import { eventKey } from '../protocol/event-key.js';
+import type { SecretMatch } from '../protocol/secrets.js';
 import type { ArchivedRun, WebhookArchive } from '../seams/archive.js';
 import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
 import {
@@ -13,6 +15,7 @@ import {
   traceStep,
 } from '../seams/diagnostics.js';
 import { isQueuedDelivery, type QueuedDelivery, type QueuedRun, type WebhookQueue } from '../seams/queue.js';
+import { isSchemaMismatch } from '../seams/schema.js';
 import {
   commitFailed,
   commitReadBack,
@@ -102,11 +105,13 @@ function write(
     return { kind: 'rejected', error };
   };
   const traceContext = message?.traceContext;
-  const replay = delivery.replay;
-  const stored: QueuedDelivery = { event, deliveryId, timestamp };
-  if (traceContext !== undefined)
-    (stored as { traceContext?: Readonly<Record<string, string>> }).traceContext = traceContext;
-  if (replay !== undefined) (stored as { replay?: string }).replay = replay;
+  const { replay, tenant, secret } = delivery;
+  const stored: { -readonly [K in keyof QueuedDelivery]: QueuedDelivery[K] } = { event, deliveryId, timestamp };
+  if (traceContext !== undefined) stored.traceContext = traceContext;
+  if (replay !== undefined) stored.replay = replay;
+  if (tenant !== undefined) stored.tenant = tenant;
+  if (secret !== undefined)
+    stored.secret = secret.label === undefined ? { index: secret.index } : { index: secret.index, label: secret.label };
   // A queue that throws synchronously, or returns something that is not a promise, is handled alike.
   const written = new Promise((resolve) => resolve(queue.enqueue(stored)));
   const limit = writeDeadline(host.options, startedAt);
@@ -173,6 +178,14 @@ export function processQueued(host: QueueHost, delivery: QueuedDelivery, job: Qu
   return traceStep(jobChannel, message, () => runQueued(host, delivery, job, message));
 }
 
+/** The secret a job says verified its delivery, when it has the shape core wrote; else undefined. */
+function storedSecret(value: unknown): SecretMatch | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { index, label } = value as { index?: unknown; label?: unknown };
+  if (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0) return undefined;
+  return typeof label === 'string' && label.length <= 64 ? { index, label } : { index };
+}
+
 /** Most trace context entries read back from a job, and the longest value: it is untrusted storage. */
 const TRACE_CONTEXT_ENTRIES = 8;
 const TRACE_CONTEXT_CHARACTERS = 512;
@@ -198,8 +211,12 @@ async function runQueued(
 ): Promise<void> {
   const { event, deliveryId, timestamp } = delivery;
   const handlers = host.handlersFor(event.type);
+  // Read from the engine's storage: kept only when they have the shapes core wrote.
+  const tenant = typeof delivery.tenant === 'string' ? delivery.tenant : undefined;
+  const secret = storedSecret(delivery.secret);
+  const key = eventKey(event.id, tenant);
   const report = (error: WebhookVerificationError) =>
-    host.reportError(error, { request: undefined, deliveryId, timestamp, event, job });
+    host.reportError(error, { request: undefined, deliveryId, timestamp, event, job, tenant, secret });
   const { transactions, archive } = host.options;
   // The job's entry in the archive, once it ends: its runs, timed as they end.
   const runs: ArchivedRun[] | undefined = archive ? [] : undefined;
@@ -210,7 +227,7 @@ async function runQueued(
           archive,
           {
             kind: 'job',
-            eventId: event.id,
+            eventId: key,
             eventType: event.type,
             at: host.options.now(),
             result,
@@ -227,7 +244,7 @@ async function runQueued(
       : Promise.resolve(false);
   let open: OpenEvent<unknown> | undefined;
   if (transactions !== undefined && handlers.length > 0) {
-    const begun = await beginEvent(transactions, event.id, event.type, delivery.replay !== undefined);
+    const begun = await beginEvent(transactions, key, event.type, delivery.replay !== undefined);
     if (begun.kind === 'completed') return;
     if (begun.kind === 'rejected') {
       await archived(job.attempt >= job.maxAttempts ? 'dead-letter' : 'failed', undefined, begun.error);
@@ -239,6 +256,19 @@ async function runQueued(
   const context: HandlerContext = { deliveryId, timestamp, request: undefined, job };
   if (open) context.transaction = open.transaction;
   if (delivery.replay !== undefined) context.replay = true;
+  if (tenant !== undefined) context.tenant = tenant;
+  if (secret !== undefined) context.secret = secret;
+  const rollback = async () => {
+    const held = open;
+    if (held) {
+      await new Promise<void>((resolve) => resolve(held.rollback())).catch((failure: unknown) =>
+        report(rollbackFailed(key, failure)),
+      );
+    }
+  };
+  // A handler skipped by its schema: the others run, then the job fails for good (the same bytes
+  // fail the same schema on every attempt), as a dead letter to retry once the schema is fixed.
+  let mismatch: WebhookVerificationError | undefined;
   for (let i = 0; i < handlers.length; i++) {
     try {
       const handler = handlers[i] as AnyHandler;
@@ -246,12 +276,12 @@ async function runQueued(
         ? timedCall(runs, handler, i, event, context, trace)
         : callHandler(handler, i, event, context, trace));
     } catch (cause) {
-      const held = open;
-      if (held) {
-        await new Promise<void>((resolve) => resolve(held.rollback())).catch((failure: unknown) =>
-          report(rollbackFailed(event.id, failure)),
-        );
+      if (isSchemaMismatch(cause)) {
+        report(cause);
+        mismatch ??= cause;
+        continue;
       }
+      await rollback();
       const last = job.attempt >= job.maxAttempts;
       await archived(last ? 'dead-letter' : 'failed', undefined, cause);
       report(
@@ -268,6 +298,12 @@ async function runQueued(
       throw cause;
     }
   }
+  if (mismatch) {
+    // Transactional: nothing commits, so retrying the dead letter runs every handler again.
+    await rollback();
+    await archived('dead-letter', undefined, mismatch);
+    throw mismatch;
+  }
   if (open) {
     // The job's entry commits with the event; a commit that fails is archived after it, as a failure.
     await archived('processed', open.transaction);
@@ -275,12 +311,12 @@ async function runQueued(
     try {
       answer = await open.commit();
     } catch (cause) {
-      const error = commitFailed(event.id, cause);
+      const error = commitFailed(key, cause);
       await archived(job.attempt >= job.maxAttempts ? 'dead-letter' : 'failed', undefined, error);
       report(error);
       throw error;
     }
-    const lost = commitReadBack(event.id, answer);
+    const lost = commitReadBack(key, answer);
     if (lost) report(lost);
     return;
   }

@@ -2,11 +2,13 @@
 // bytes (no new signature), past the record that it was processed, and the run is written to its
 // timeline. In queued mode a replay is a new job.
 import { WebhookVerificationError } from '../protocol/errors.js';
+import { eventKey, splitEventKey } from '../protocol/event-key.js';
 import type { AnyEvent } from '../protocol/events.js';
 import { parseEvent } from '../protocol/parse-event.js';
 import type { ArchivedRun, ArchivedStep, InboxQuery, InboxReader, WebhookArchive } from '../seams/archive.js';
 import type { AnyHandler, HandlerContext } from '../seams/context.js';
 import type { WebhookQueue } from '../seams/queue.js';
+import { isSchemaMismatch } from '../seams/schema.js';
 import type { IdempotencyStore } from '../seams/store.js';
 import { commitFailed, type EventTransactions, type OpenEvent } from '../seams/transactions.js';
 import { describeFailure, timedCall, writeEntry } from './archiving.js';
@@ -41,6 +43,8 @@ export interface ReplayHost extends QueueHost {
   readonly options: QueueHost['options'] & {
     readonly archive: WebhookArchive | undefined;
     readonly store: IdempotencyStore | false;
+    /** Set when secrets are per tenant: then the archive names events `<tenant>/<event id>`. */
+    readonly tenantSecrets: unknown;
   };
 }
 
@@ -67,11 +71,14 @@ export async function replayEvent(host: ReplayHost, eventId: string): Promise<Re
   let event: AnyEvent;
   let deliveryId: string;
   let timestamp: number;
+  let secretIndex: number | undefined;
+  // With secrets per tenant the archive names events by their key, `<tenant>/<event id>`.
+  const tenant = host.options.tenantSecrets === undefined ? undefined : splitEventKey(eventId)?.tenant;
   try {
     const stored = await archive.get(eventId);
     if (stored === undefined) return { eventId, outcome: 'not-found' };
     event = parseEvent(stored.body);
-    if (event.id !== eventId) {
+    if (eventKey(event.id, tenant) !== eventId) {
       throw new WebhookVerificationError(
         'INVALID_EVENT',
         `The archived body of event ${eventId} holds event ${event.id}: the archive's row was changed; not replayed.`,
@@ -80,6 +87,7 @@ export async function replayEvent(host: ReplayHost, eventId: string): Promise<Re
     const first = stored.timeline.find((entry) => entry.kind === 'delivery');
     deliveryId = first?.kind === 'delivery' ? first.deliveryId : '';
     timestamp = first?.kind === 'delivery' ? first.timestamp : Math.floor(host.options.now() / 1000);
+    secretIndex = first?.kind === 'delivery' ? first.secretIndex : undefined;
   } catch (cause) {
     const error =
       cause instanceof WebhookVerificationError
@@ -94,7 +102,10 @@ export async function replayEvent(host: ReplayHost, eventId: string): Promise<Re
     host.reportError(error, { request: undefined });
     return { eventId, outcome: 'failed', error };
   }
-  const replay = new Replay(host, archive, event, { deliveryId, timestamp, request: undefined, replay: true });
+  const context: HandlerContext = { deliveryId, timestamp, request: undefined, replay: true };
+  if (tenant !== undefined) context.tenant = tenant;
+  if (typeof secretIndex === 'number') context.secret = { index: secretIndex };
+  const replay = new Replay(host, archive, event, eventId, context);
   return replay.run();
 }
 
@@ -129,16 +140,21 @@ class Replay {
   readonly #runs: ArchivedRun[] = [];
   readonly #started = performance.now();
 
+  /**
+   * @param key - the event's key: its id, scoped by tenant (`<tenant>/<event id>`) when secrets
+   *   are per tenant; what the store, the transactions and the archive know it by
+   */
   constructor(
     readonly host: ReplayHost,
     readonly archive: WebhookArchive,
     readonly event: AnyEvent,
+    readonly key: string,
     readonly context: HandlerContext,
   ) {}
 
   report = (error: WebhookVerificationError): void => {
-    const { deliveryId, timestamp } = this.context;
-    this.host.reportError(error, { request: undefined, deliveryId, timestamp, event: this.event });
+    const { deliveryId, timestamp, tenant, secret } = this.context;
+    this.host.reportError(error, { request: undefined, deliveryId, timestamp, event: this.event, tenant, secret });
   };
 
   async run(): Promise<ReplayResult> {
@@ -156,20 +172,21 @@ class Replay {
     const { event, context } = this;
     const replay = globalThis.crypto.randomUUID();
     await this.#record('queued');
+    const { deliveryId, timestamp, tenant, secret } = context;
     const outcome = await enqueue(
       this.host,
       queue,
-      { event, deliveryId: context.deliveryId, timestamp: context.timestamp, replay },
+      { event, deliveryId, timestamp, replay, tenant, secret },
       undefined,
     );
     if (outcome.kind === 'rejected') return this.#ended('failed', outcome.error);
-    return { eventId: event.id, outcome: 'queued' };
+    return { eventId: this.key, outcome: 'queued' };
   }
 
   /** Transactional mode: the event's transaction, opened past its processed record. */
   async #inTransaction(transactions: EventTransactions): Promise<ReplayResult> {
-    const begun = await beginEvent(transactions, this.event.id, this.event.type, true);
-    if (begun.kind === 'completed') return { eventId: this.event.id, outcome: 'completed' };
+    const begun = await beginEvent(transactions, this.key, this.event.type, true);
+    if (begun.kind === 'completed') return { eventId: this.key, outcome: 'completed' };
     if (begun.kind === 'rejected') return this.#refused(begun.error);
     const open = begun.open as OpenEvent<unknown>;
     const failure = await this.#handlers({ ...this.context, transaction: open.transaction });
@@ -183,11 +200,11 @@ class Replay {
     try {
       await open.commit();
     } catch (cause) {
-      const error = commitFailed(this.event.id, cause);
+      const error = commitFailed(this.key, cause);
       this.report(error);
       return this.#ended('failed', error);
     }
-    return { eventId: this.event.id, outcome: 'processed' };
+    return { eventId: this.key, outcome: 'processed' };
   }
 
   /**
@@ -196,21 +213,21 @@ class Replay {
    * of one event never run at once. Without a store: just run.
    */
   async #claimed(store: IdempotencyStore | false): Promise<ReplayResult> {
-    let claimed = await claimEvent(store, this.event.id, this.report);
+    let claimed = await claimEvent(store, this.key, this.report);
     let own = true;
     if (claimed.kind === 'completed') {
       own = false;
-      claimed = await claimEvent(store, `pixhook-replay:${this.event.id}`, this.report);
+      claimed = await claimEvent(store, `pixhook-replay:${this.key}`, this.report);
     }
     if (claimed.kind === 'rejected') return this.#refused(claimed.error);
-    if (claimed.kind === 'completed') return { eventId: this.event.id, outcome: 'completed' };
+    if (claimed.kind === 'completed') return { eventId: this.key, outcome: 'completed' };
     const claim: HeldClaim = claimed;
     const failure = await this.#handlers(this.context);
     if (failure === undefined && own) await completeClaim(claim, this.report);
     else await releaseClaim(claim, this.report);
     if (failure !== undefined) return this.#ended('failed', failure);
     await this.#record('processed');
-    return { eventId: this.event.id, outcome: 'processed' };
+    return { eventId: this.key, outcome: 'processed' };
   }
 
   /** Runs the handlers one after another; the first failure stops them and is returned (and reported). */
@@ -220,10 +237,15 @@ class Replay {
       try {
         await timedCall(this.#runs, handlers[i] as AnyHandler, i, this.event, context, undefined);
       } catch (cause) {
+        // Skipped by its schema: reported, and the others run (as in a delivery).
+        if (isSchemaMismatch(cause)) {
+          this.report(cause);
+          continue;
+        }
         this.report(
           new WebhookVerificationError(
             'HANDLER_FAILED',
-            `A handler for ${this.event.type} failed while event ${this.event.id} was replayed from the archive; run the replay again once it is fixed.`,
+            `A handler for ${this.event.type} failed while event ${this.key} was replayed from the archive; run the replay again once it is fixed.`,
             { cause },
           ),
         );
@@ -235,21 +257,21 @@ class Replay {
 
   /** A claim that was refused: `running` for an event in flight, `failed` for a store that failed. */
   #refused(error: WebhookVerificationError): ReplayResult {
-    if (error.code === 'IN_FLIGHT') return { eventId: this.event.id, outcome: 'running', error };
+    if (error.code === 'IN_FLIGHT') return { eventId: this.key, outcome: 'running', error };
     this.report(error);
-    return { eventId: this.event.id, outcome: 'failed', error };
+    return { eventId: this.key, outcome: 'failed', error };
   }
 
   /** A failed replay: archived as one, and answered. */
   async #ended(outcome: 'failed', error: unknown): Promise<ReplayResult> {
     await this.#record(outcome, undefined, error);
-    return { eventId: this.event.id, outcome, error };
+    return { eventId: this.key, outcome, error };
   }
 
   #record(result: ArchivedStep['result'], transaction?: unknown, cause?: unknown): Promise<boolean> {
     const step: ArchivedStep = {
       kind: 'replay',
-      eventId: this.event.id,
+      eventId: this.key,
       eventType: this.event.type,
       at: this.host.options.now(),
       result,

@@ -1,8 +1,10 @@
 import { WebhookVerificationError } from '../protocol/errors.js';
+import { eventKey } from '../protocol/event-key.js';
 import type { AnyEvent } from '../protocol/events.js';
 import type { WebhookArchive } from '../seams/archive.js';
 import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
 import { callHandler, type DeliveryMessage } from '../seams/diagnostics.js';
+import { isSchemaMismatch } from '../seams/schema.js';
 import type { IdempotencyStore } from '../seams/store.js';
 import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } from '../seams/transactions.js';
 import { cancelDeadline, setDeadline } from '../util/deadlines.js';
@@ -73,12 +75,14 @@ export function runOnce(
 ): Maybe<Outcome> {
   const report = (error: WebhookVerificationError) => {
     // Made only when something is reported: most deliveries never need it.
-    const { request, deliveryId, timestamp } = context;
-    host.reportError(error, { request, deliveryId, timestamp, event } satisfies ErrorContext);
+    const { request, deliveryId, timestamp, tenant, secret } = context;
+    host.reportError(error, { request, deliveryId, timestamp, event, tenant, secret } satisfies ErrorContext);
   };
   const run: Run = { host, handlers, event, context, report, startedAt, trace, draft };
   const { store, transactions } = host.options;
-  const claimed = transactions ? beginEvent(transactions, event.id, event.type) : claimEvent(store, event.id, report);
+  // Scoped by tenant when secrets are per tenant: one tenant cannot mark another's event processed.
+  const key = context.tenant === undefined ? event.id : eventKey(event.id, context.tenant);
+  const claimed = transactions ? beginEvent(transactions, key, event.type) : claimEvent(store, key, report);
   return claimed instanceof Promise ? claimed.then((outcome) => afterClaim(run, outcome)) : afterClaim(run, claimed);
 }
 
@@ -100,6 +104,11 @@ function afterClaim(given: Run, claimed: ClaimOutcome): Maybe<Outcome> {
       // Reading `then` may throw too (a hostile getter): that is this handler failing.
       if (isThenable(result)) return underDeadline(run, claim, result, i + 1);
     } catch (cause) {
+      // A handler skipped by its schema is reported; the others run, and the event is acknowledged.
+      if (isSchemaMismatch(cause)) {
+        run.report(cause);
+        continue;
+      }
       return failed(run, claim, cause);
     }
   }
@@ -213,14 +222,17 @@ async function finishAsync(
   settle: () => void,
 ): Promise<Outcome> {
   const { handlers } = run;
-  try {
-    await pending;
-    for (let i = next; i < handlers.length; i++) {
-      await call(run, i);
+  for (let i = next - 1; i < handlers.length; i++) {
+    try {
+      await (i === next - 1 ? pending : call(run, i));
+    } catch (cause) {
+      if (isSchemaMismatch(cause)) {
+        run.report(cause);
+        continue;
+      }
+      settle();
+      return failed(run, claim, cause);
     }
-  } catch (cause) {
-    settle();
-    return failed(run, claim, cause);
   }
   settle();
   return succeeded(run, claim);

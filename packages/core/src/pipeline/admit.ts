@@ -1,6 +1,7 @@
 import { toBytes } from '../protocol/crypto.js';
 import { isWebhookVerificationError, payloadTooLarge, WebhookVerificationError } from '../protocol/errors.js';
 import type { DeliveryHeaders, HeadersInput } from '../protocol/headers.js';
+import { verifyForTenant } from '../protocol/secret-lookup.js';
 import { type VerifiedDelivery, verifyDeliveryAnywhere } from '../protocol/verify.js';
 import type { HandleInput } from '../seams/handle-input.js';
 import type { Maybe } from '../util/maybe.js';
@@ -100,10 +101,19 @@ export function receive(options: ResolvedOptions, input: HandleInput, headers: D
 
 /**
  * The size check and verification of a body that has arrived: every answer decided before the
- * store and the handlers. At once on `node:crypto`; a promise on Web Crypto.
+ * store and the handlers. At once on `node:crypto`; a promise on Web Crypto, or while a tenant's
+ * secrets are looked up (`tenant`: what the adapter passed, used only with a `secret` function).
  */
-export function admitBody(options: ResolvedOptions, raw: unknown, headers: DeliveryHeaders): Maybe<VerifiedDelivery> {
+export function admitBody(
+  options: ResolvedOptions,
+  raw: unknown,
+  headers: DeliveryHeaders,
+  tenant?: unknown,
+): Maybe<VerifiedDelivery> {
   const body = rawBytes(raw, 'webhooks.handle()');
   if (body.byteLength > options.maxBodyBytes) throw payloadTooLarge(options.maxBodyBytes);
-  return verifyDeliveryAnywhere(options, body, headers);
+  const tenants = options.tenantSecrets;
+  return tenants === undefined
+    ? verifyDeliveryAnywhere(options, body, headers)
+    : verifyForTenant(options, tenants, body, headers, tenant);
 }

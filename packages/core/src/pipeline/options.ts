@@ -1,4 +1,11 @@
-import { resolveSecrets } from '../protocol/secrets.js';
+import { type SecretCacheOptions, TenantSecrets } from '../protocol/secret-lookup.js';
+import {
+  NO_SECRETS,
+  resolveSecrets,
+  type SecretEntry,
+  type SecretLookup,
+  type SecretSet,
+} from '../protocol/secrets.js';
 import { isWebhookArchive, type WebhookArchive } from '../seams/archive.js';
 import { isWebhooksLogger, type WebhooksLogger } from '../seams/logger.js';
 import { isWebhookQueue, type WebhookQueue } from '../seams/queue.js';
@@ -16,10 +23,27 @@ export interface WebhooksOptions<TTransaction = unknown> {
    * The endpoint's signing secret, or several while rotating (a signature matching any is
    * accepted; at most `MAX_SECRETS`, 3). Must be non-empty without leading or trailing white space. No default: a missing
    * secret (an unset environment variable, say) throws at construction.
+   *
+   * A secret may be given as `{ secret, label, notAfter }`: handlers and `onError` learn its
+   * `label` (`context.secret`), and from `notAfter` on it no longer verifies (a rotation that ends
+   * on its own). A function of the tenant (`(tenant) => secrets`, sync or async) gives each tenant
+   * its own secret or secrets (see `secretCache`, and each adapter's `tenant` option): no tenant,
+   * or a tenant the function finds nothing for (`undefined`, `null`, `[]`), answers 400
+   * `SIGNATURE_MISMATCH` as a wrong signature would; a function that throws answers 503
+   * `SECRET_UNAVAILABLE`.
    * @example secret: process.env.SIGNING_SECRET
-   * @example secret: [process.env.NEW_SECRET, process.env.OLD_SECRET]
+   * @example secret: [process.env.NEW_SECRET, { secret: process.env.OLD_SECRET, label: 'old', notAfter: '2026-12-01T00:00:00Z' }]
+   * @example secret: async (tenant) => (await db.endpoints.find(tenant))?.signingSecret
    */
-  secret: string | readonly (string | undefined)[] | undefined;
+  secret: string | SecretEntry | readonly (string | SecretEntry | undefined)[] | SecretLookup | undefined;
+  /**
+   * With a `secret` function only: how its answers are cached, per tenant. Found and not-found
+   * answers are kept for `ttlMs`, failures never; at most `max` tenants (least recently used go
+   * first). `false`: every delivery calls the function. `webhooks.forgetSecrets(tenant)` drops one
+   * tenant's entry after a rotation.
+   * @default { max: 1000, ttlMs: 60_000 }
+   */
+  secretCache?: SecretCacheOptions | false;
   /**
    * Seconds the signature's `t` may differ from now, past or future; `false` turns the check off
    * (not recommended: it is the replay protection).
@@ -126,7 +150,10 @@ export interface WebhooksOptions<TTransaction = unknown> {
 
 /** Options after validation. */
 export interface ResolvedOptions {
-  secrets: readonly string[];
+  /** The secrets; `NO_SECRETS` when they are looked up per tenant. */
+  secrets: SecretSet;
+  /** Secrets per tenant (`secret` as a function); undefined: one set for every delivery. */
+  tenantSecrets: TenantSecrets | undefined;
   tolerance: number | false;
   maxBodyBytes: number;
   store: IdempotencyStore | false;
@@ -169,6 +196,7 @@ export const WEBHOOKS_OPTION_NAMES = [
   'now',
   'logger',
   'archive',
+  'secretCache',
 ] as const satisfies readonly (keyof WebhooksOptions<unknown>)[];
 
 function deadline(value: unknown, fallback: number, name: string): number | undefined {
@@ -210,7 +238,12 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
     throw new TypeError('pixhook: new Webhooks(options) needs an options object with a secret.');
   }
   assertKnownOptions(options, WEBHOOKS_OPTION_NAMES, 'pixhook: new Webhooks(options)');
-  const secrets = resolveSecrets(options.secret);
+  const lookup = typeof options.secret === 'function' ? (options.secret as SecretLookup) : undefined;
+  const secrets = lookup === undefined ? resolveSecrets(options.secret) : NO_SECRETS;
+  if (lookup === undefined && options.secretCache !== undefined) {
+    throw new TypeError('pixhook: secretCache caches the answers of a secret function; secret is not one.');
+  }
+  const tenantSecrets = lookup === undefined ? undefined : new TenantSecrets(lookup, options.secretCache);
 
   const tolerance = options.tolerance === undefined ? 300 : options.tolerance;
   if (tolerance !== false && (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance <= 0)) {
@@ -289,6 +322,7 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
 
   return {
     secrets,
+    tenantSecrets,
     tolerance,
     maxBodyBytes,
     store,

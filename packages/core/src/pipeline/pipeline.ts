@@ -7,7 +7,7 @@ import { endpointAtRisk, isWebhookVerificationError, WebhookVerificationError } 
 import { type DeliveryHeaders, readDeliveryHeaders } from '../protocol/headers.js';
 import { estimateAttempt } from '../protocol/retry-schedule.js';
 import type { VerifiedDelivery } from '../protocol/verify.js';
-import type { AnyHandler, ErrorContext } from '../seams/context.js';
+import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
 import { type DeliveryMessage, deliveryChannel, traceStep } from '../seams/diagnostics.js';
 import type { HandleInput, WebhookResponse } from '../seams/handle-input.js';
 import { isThenable, type Maybe } from '../util/maybe.js';
@@ -89,23 +89,26 @@ function pipeline(
   let raw: unknown;
   // With an archive, the request's headers as received are kept for it.
   let received: unknown;
+  // With secrets per tenant, whose delivery this says it is (unsigned until verified).
+  let tenant: unknown;
   try {
     const given = (typeof input === 'object' && input !== null ? input : {}) as HandleInput;
     request = given.request;
     if (host.options.archive) received = given.headers;
+    if (host.options.tenantSecrets) tenant = given.tenant;
     headers = readDeliveryHeaders(headersOf(given.headers), true);
     if (trace) trace.deliveryId = headers.delivery;
     checkMethod(given.method);
     raw = receive(host.options, given, headers);
   } catch (cause) {
-    return Promise.resolve(refused(host, cause, request, headers));
+    return Promise.resolve(refused(host, cause, request, headers, tenant));
   }
   const read = headers;
-  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, read, request, startedAt, trace, received));
+  if (!isThenable(raw)) return Promise.resolve(proceed(host, raw, read, request, startedAt, trace, received, tenant));
   const limit = host.options.maxBodyBytes;
   return Promise.resolve(raw).then(
-    (body) => proceed(host, body, read, request, startedAt, trace, received),
-    (cause: unknown) => refused(host, readFailure(cause, limit), request, read),
+    (body) => proceed(host, body, read, request, startedAt, trace, received, tenant),
+    (cause: unknown) => refused(host, readFailure(cause, limit), request, read, tenant),
   );
 }
 
@@ -118,14 +121,15 @@ function proceed(
   startedAt: number,
   trace: DeliveryMessage | undefined,
   received: unknown,
+  tenant: unknown,
 ): Maybe<WebhookResponse> {
   const verifying = trace ? performance.now() : 0;
   let delivery: Maybe<VerifiedDelivery>;
   try {
-    delivery = admitBody(host.options, raw, headers);
+    delivery = admitBody(host.options, raw, headers, tenant);
   } catch (cause) {
     if (trace) trace.verifyMs = performance.now() - verifying;
-    return refused(host, cause, request, headers);
+    return refused(host, cause, request, headers, tenant);
   }
   if (delivery instanceof Promise) {
     return delivery.then(
@@ -140,7 +144,7 @@ function proceed(
         ),
       (cause: unknown) => {
         if (trace) trace.verifyMs = performance.now() - verifying;
-        return refused(host, cause, request, headers);
+        return refused(host, cause, request, headers, tenant);
       },
     );
   }
@@ -187,13 +191,13 @@ function archived(
 ): Maybe<Outcome> {
   const archive = host.options.archive;
   if (!draft || !archive || draft.committed) return outcome;
-  const { event, deliveryId, timestamp } = draft.delivery;
+  const { event, deliveryId, timestamp, tenant, secret } = draft.delivery;
   const budget = host.options.deliveryTimeoutMs;
   const left = budget === undefined ? undefined : budget - (performance.now() - draft.startedAt);
   return writeEntry(
     archive,
     deliveryEntry(draft, outcome, host.options.now()),
-    (error) => host.reportError(error, { request, deliveryId, timestamp, event }),
+    (error) => host.reportError(error, { request, deliveryId, timestamp, event, tenant, secret }),
     undefined,
     left,
   ).then(() => outcome);
@@ -249,7 +253,7 @@ function lastChance(
 ): WebhookResponse {
   if (response.status < 300) return response;
   try {
-    const { event, deliveryId, timestamp } = delivery;
+    const { event, deliveryId, timestamp, tenant, secret } = delivery;
     const estimate = estimateAttempt(event.created, timestamp);
     if (estimate.attemptsLeft > 1) return response;
     if (trace) trace.lastChance = true;
@@ -258,6 +262,8 @@ function lastChance(
       deliveryId,
       timestamp,
       event,
+      tenant,
+      secret,
     });
   } catch {
     // The alarm must never change the answer.
@@ -274,11 +280,14 @@ function refused(
   cause: unknown,
   request: unknown,
   headers: DeliveryHeaders | undefined,
+  tenant?: unknown,
 ): WebhookResponse {
   try {
     const error = isWebhookVerificationError(cause) ? cause : unexpected(cause);
-    // Unverified: the delivery id as sent, for the report only (undefined when empty or unread).
-    host.reportError(error, { request, deliveryId: headers?.delivery || undefined });
+    // Unverified: the delivery id and the tenant as sent, for the report only (undefined when empty or unread).
+    const context: ErrorContext = { request, deliveryId: headers?.delivery || undefined };
+    if (typeof tenant === 'string' && tenant !== '') context.tenant = tenant;
+    host.reportError(error, context);
     return answer(error);
   } catch (failure) {
     return failedUnexpectedly(host, failure, request);
@@ -307,12 +316,14 @@ function runAndAnswer(
     const queued = enqueue(host, queue, delivery, request, startedAt, trace);
     return (draft ? queued.then((outcome) => archived(host, draft, outcome, request)) : queued).then(answerOutcome);
   }
-  const { event, deliveryId, timestamp } = delivery;
+  const { event, deliveryId, timestamp, secret, tenant } = delivery;
   const handlers = host.handlersFor(event.type);
   // Nothing to run: acknowledge without a round trip to the store.
   if (handlers.length === 0)
     return draft ? Promise.resolve(archived(host, draft, DONE, request)).then(answerOutcome) : ok(false);
-  const outcome = runOnce(host, handlers, event, { deliveryId, timestamp, request }, startedAt, trace, draft);
+  const context: HandlerContext = { deliveryId, timestamp, request, secret };
+  if (tenant !== undefined) context.tenant = tenant;
+  const outcome = runOnce(host, handlers, event, context, startedAt, trace, draft);
   if (draft)
     return Promise.resolve(outcome)
       .then((done) => archived(host, draft, done, request))

@@ -18,6 +18,12 @@ export const ERROR_STATUS = {
   HANDLER_FAILED: 500,
   RAW_BODY_UNAVAILABLE: 500,
   STORE_UNAVAILABLE: 503,
+  /**
+   * Secrets per tenant (`secret` as a function): the tenant's secret could not be looked up (the
+   * lookup failed, or answered something that is not secrets); nothing was verified, so the service
+   * retries.
+   */
+  SECRET_UNAVAILABLE: 503,
   HANDLER_TIMEOUT: 503,
   /**
    * Never an answer: told to `onError` only, when a run's handlers had not settled after
@@ -46,6 +52,13 @@ export const ERROR_STATUS = {
    * event was answered and processed as it would have been without an archive.
    */
   ARCHIVE_FAILED: 500,
+  /**
+   * Never an answer: told to `onError` only (logged as a warning when nobody listens), when a
+   * verified event's `data.object` failed the `schema` a handler was registered with: that handler
+   * did not run, and the event was acknowledged (in a queue worker: its job became a dead letter).
+   * The error's `cause` is a `SchemaMismatchError` holding the validator's issues.
+   */
+  SCHEMA_MISMATCH: 200,
 } as const;
 
 /** A pixhook error code, e.g. `'SIGNATURE_MISMATCH'`. */

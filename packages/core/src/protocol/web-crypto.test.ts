@@ -9,13 +9,14 @@ import { isWebhookVerificationError, sign, Webhooks, type WebhooksOptions } from
 import { createSignedRequest, createTestEvent } from '../testing.js';
 import { bytesEqual, bytesToHex, hmacSha256, setWebCryptoOnly } from './crypto.js';
 import { readDeliveryHeaders } from './headers.js';
+import { resolveSecrets } from './secrets.js';
 import { verifyDelivery, verifyDeliveryWeb } from './verify.js';
 import { hmacSha256Web } from './web-crypto.js';
 
 const SECRET = 'whsec_webcrypto_5e4d3c';
 const OLD = 'whsec_webcrypto_old_9z';
 const NOW = 1_800_000_000;
-const OPTIONS = { secrets: [SECRET, OLD], tolerance: 300, now: () => NOW * 1000 + 250 } as const;
+const OPTIONS = { secrets: resolveSecrets([SECRET, OLD]), tolerance: 300, now: () => NOW * 1000 + 250 } as const;
 
 afterEach(() => {
   setWebCryptoOnly(false);

@@ -1,5 +1,6 @@
 import type { WebhookVerificationError } from '../protocol/errors.js';
 import type { AnyEvent } from '../protocol/events.js';
+import type { SecretMatch } from '../protocol/secrets.js';
 import type { QueuedRun } from './queue.js';
 
 /** What a handler receives besides the event. */
@@ -26,6 +27,17 @@ export interface HandlerContext<TRequest = unknown> {
    * (`webhooks.replay()`, `pixhook inbox replay`, the dashboard), not because the service delivered.
    */
   replay?: boolean;
+  /**
+   * The tenant whose secret verified the delivery, when secrets are looked up per tenant (`secret`
+   * as a function); undefined otherwise.
+   */
+  tenant?: string;
+  /**
+   * Which secret verified the delivery: its index in the list (the option's, or the tenant's
+   * lookup's) and its `label` when it has one, never the secret. Watch an old secret go quiet
+   * before removing it. Undefined on a replay from the archive older than this field.
+   */
+  secret?: SecretMatch;
 }
 
 /**
@@ -58,6 +70,13 @@ export interface ErrorContext<TRequest = unknown> {
   event?: AnyEvent;
   /** The queue job, for failures in a queue worker. */
   job?: QueuedRun;
+  /**
+   * The tenant, when secrets are looked up per tenant: whose secret verified the delivery, or, for
+   * a request refused before that, the tenant it named (unsigned: anyone can send any).
+   */
+  tenant?: string;
+  /** Which secret verified the delivery (index, label), for verified deliveries. */
+  secret?: SecretMatch;
 }
 
 /**

@@ -26,6 +26,12 @@ export interface HandleInput<TRequest = unknown> {
   body?: Uint8Array | string | BodyReader | undefined;
   /** Passed to handlers as `context.request`. */
   request?: TRequest;
+  /**
+   * Whose delivery this is, when secrets are looked up per tenant (`secret` as a function): the
+   * adapters pass their `tenant` option's answer (by default a `:tenant` path parameter). Unsigned:
+   * it only chooses which secret must match. Ignored when `secret` is not a function.
+   */
+  tenant?: string | undefined;
 }
 
 /** The answer for an adapter to send, exactly as it is. */

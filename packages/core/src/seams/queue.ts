@@ -2,6 +2,7 @@
 // (QueuedDelivery), what its workers tell handlers (QueuedRun) and list (DeadLetter), and the
 // guards that check them. The queued mode that uses it is modes/queued.ts.
 import type { AnyEvent } from '../protocol/events.js';
+import type { SecretMatch } from '../protocol/secrets.js';
 
 /**
  * A verified delivery as a queue stores it: the signed event, and the delivery's id and signature
@@ -26,6 +27,13 @@ export interface QueuedDelivery {
    * the handlers run again. Absent on deliveries.
    */
   readonly replay?: string;
+  /**
+   * With secrets per tenant: the tenant whose secret verified the delivery. Engines derive their
+   * job ids from `deliveryKey(delivery)`, which scopes the event id by it.
+   */
+  readonly tenant?: string;
+  /** Which secret verified the delivery (index, label), told to the worker's handlers. */
+  readonly secret?: SecretMatch;
 }
 
 /**
@@ -41,8 +49,8 @@ export interface QueuedDelivery {
  */
 export interface WebhookQueue {
   /**
-   * Stores `delivery` durably, keyed on `delivery.event.id`, and resolves once the engine has
-   * confirmed the write. An id already stored (queued, running, done or dead-lettered) resolves
+   * Stores `delivery` durably, keyed on `deliveryKey(delivery)` (the event id, scoped by tenant
+   * when there is one), and resolves once the engine has confirmed the write. An id already stored (queued, running, done or dead-lettered) resolves
    * too, without a second job. Rejecting answers 503 `QUEUE_UNAVAILABLE`, and the service retries.
    */
   enqueue(delivery: QueuedDelivery): Promise<unknown>;
