@@ -49,6 +49,8 @@ export function machine() {
         '@nestjs/core',
         '@nestjs/platform-express',
         '@nestjs/platform-fastify',
+        'zod',
+        'valibot',
       ]
         .map((name) => [name, version(name)])
         // The queue engine of the queued servers, a dependency of @pixhook/bullmq rather than of this package.

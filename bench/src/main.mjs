@@ -13,6 +13,8 @@ import { printResults } from './report/console.mjs';
 import { markdown } from './report/markdown.mjs';
 import { readmeSection } from './report/readme.mjs';
 import { targets } from './report/targets.mjs';
+import { runSchema } from './schema/scenario.mjs';
+import { runTenant } from './tenant/scenario.mjs';
 import { runVerify } from './verify/scenario.mjs';
 
 const SETTINGS = {
@@ -34,6 +36,9 @@ const SETTINGS = {
       cost: { rounds: 4, seconds: 2, warmSeconds: 1, connections: 32 },
       list: { sizes: [10_000, 100_000, 1_000_000], samples: 15 },
     },
+    // In process, as the Lambda handler: schemas' cost per delivery; a secret per tenant.
+    schema: { rounds: 7, minCpuTimeMs: 60, warmCpuTimeMs: 60 },
+    tenant: { rounds: 7, minCpuTimeMs: 60, warmCpuTimeMs: 60 },
   },
   smoke: {
     verify: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
@@ -50,6 +55,8 @@ const SETTINGS = {
       cost: { rounds: 1, seconds: 0.5, warmSeconds: 0, connections: 32 },
       list: { sizes: [10_000], samples: 3 },
     },
+    schema: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
+    tenant: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
   },
 };
 
@@ -72,6 +79,8 @@ const scenarios = {
   memory: () => runMemory(settings.memory),
   lambda: () => runLambda(settings.lambda),
   inbox: () => runInbox(settings.inbox),
+  schema: () => runSchema(settings.schema),
+  tenant: () => runTenant(settings.tenant),
 };
 
 async function main() {

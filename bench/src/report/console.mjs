@@ -11,7 +11,9 @@ import {
   nestTable,
   postgresTable,
   queuedTable,
+  schemaTable,
   targetTable,
+  tenantTable,
   verifyTables,
 } from './sections.mjs';
 
@@ -48,5 +50,7 @@ export function printResults(results, targetList) {
     for (const what of ['redis', 'postgres'])
       if (results.inbox[what]?.skipped) console.log(`\nnote: inbox: ${results.inbox[what].skipped}`);
   }
+  if (results.schema) out('Schemas in process, 1 KiB deliveries', schemaTable(results.schema));
+  if (results.tenant) out('A secret per tenant in process, 1 KiB deliveries', tenantTable(results.tenant));
   out('Targets', targetTable(targetList));
 }

@@ -11,7 +11,9 @@ import {
   nestTable,
   postgresTable,
   queuedTable,
+  schemaTable,
   targetTable,
+  tenantTable,
   verifyTables,
 } from './sections.mjs';
 
@@ -41,7 +43,7 @@ export function markdown(results, targetList, settings) {
     'pnpm bench:smoke   # one short round of every scenario (CI); fails if a scenario breaks, not on speed',
     '```',
     '',
-    'Options after `pnpm --filter @pixhook/bench bench --`: `--only=verify,http,memory,lambda,inbox` and',
+    'Options after `pnpm --filter @pixhook/bench bench --`: `--only=verify,http,memory,lambda,inbox,schema,tenant` and',
     '`--frameworks=express,fastify,koa,nest-express,nest-fastify` (a partial run does not rewrite this file).',
     '',
     '## Machine',
@@ -60,7 +62,7 @@ export function markdown(results, targetList, settings) {
             fixed ? ` (and at a fixed ${rate} req/s: ${fixed.rounds} × ${fixed.seconds} s)` : ''
           }, memory ${settings.memory.rounds}${settings.lambda ? `, Lambda handler ${settings.lambda.rounds}` : ''}${
             settings.inbox ? `, inbox ${settings.inbox.cost.rounds} × ${settings.inbox.cost.seconds} s` : ''
-          }`,
+          }${settings.schema ? `, schemas ${settings.schema.rounds}` : ''}${settings.tenant ? `, secret per tenant ${settings.tenant.rounds}` : ''}`,
         ],
         [
           'versions',
@@ -191,6 +193,7 @@ export function markdown(results, targetList, settings) {
   }
   if (results.lambda) parts.push(...lambdaSection(results.lambda, settings.lambda));
   if (results.inbox) parts.push(...inboxSection(results.inbox));
+  if (results.schema || results.tenant) parts.push(...semanticsSection(results, settings));
   parts.push(
     '## Before and after issue 9',
     '',
@@ -402,6 +405,62 @@ function inboxSection(inbox) {
     md(inboxListTable(inbox)),
     '',
   );
+  return parts;
+}
+
+/** Section 6: what a schema and a secret per tenant cost per delivery, in process, and how both are measured. */
+function semanticsSection(results, settings) {
+  const how = (s) =>
+    `${s.minCpuTimeMs} ms of CPU per candidate per round, ${s.rounds} round${s.rounds === 1 ? '' : 's'} in an order that rotates (and reverses every other round), after a warm-up`;
+  const parts = [
+    '## 6. Schemas and a secret per tenant, in process',
+    '',
+    'As the Lambda handler in section 4: one process pinned to core 1 calls `webhooks.handle({ method, headers, body })`',
+    "in a loop, each call timed by the process's CPU clock in batches of ~2 ms and awaited before the next; every call",
+    "is a new 1 KiB delivery (the HTTP rows' body, a fresh event id and timestamp), built before the timed loop. Each",
+    'candidate has its own `Webhooks` (a `MemoryStore`, one counting handler). **÷ baseline** is, per round, its ops/s',
+    'against its baseline in the same round, and **CPU added per call** the difference of their times.',
+    '',
+  ];
+  if (results.schema) {
+    parts.push(
+      '### A schema on the handler',
+      '',
+      `${how(settings.schema)}. The baseline registers the handler as \`on('image.created', handler)\`; the others as`,
+      "`on('image.created', { schema }, handler)` with a zod 4 schema and with a valibot 1 schema of the same shape, which",
+      'check the whole `data.object` of the delivery (its id, file name, content type, integer sizes and its three',
+      'variants, each with five fields and its tags): the handler then gets the validated value. A call that does not',
+      'answer 200 or run the handler exactly once fails the run; before the rounds, each candidate is also sent an event',
+      'whose width is a string, which must answer 200 and skip the handler (SCHEMA_MISMATCH told to `onError`) exactly',
+      'when there is a schema.',
+      '',
+      md(schemaTable(results.schema)),
+      '',
+    );
+  }
+  if (results.tenant) {
+    parts.push(
+      '### A secret per tenant',
+      '',
+      `${how(settings.tenant)}. \`secret: async (tenant) => tenants.get(tenant)\`, a \`Map\` of ${int(results.tenant.tenants ?? 1000)} tenants, with the tenant given`,
+      'as `handle({ …, tenant })` as the adapters pass it:',
+      '',
+      '- **accepted** deliveries against `secret: SIGNING_SECRET` (a static secret): the lookup cached (the default',
+      "  `secretCache`, 1,000 tenants for 60 s: after the first delivery, a tenant's secrets come from the cache without",
+      '  a call), and not cached (`secretCache: false`: an `async` call, so a promise, per delivery);',
+      "- **refused** deliveries (400 `SIGNATURE_MISMATCH`, told to `onError`) against a known tenant's wrong signature:",
+      '  an unknown tenant, whose not-found answer is cached, and a new unknown tenant on every call (a lookup each, on a',
+      '  `Webhooks` of its own, whose cache they fill). An unknown tenant is refused after an HMAC with a throwaway key,',
+      '  so that its answer, and its time, do not tell whether the tenant exists: its ratio to the wrong signature shows',
+      '  how close the two are.',
+      '',
+      'Before the rounds, the bench checks that a cached tenant is looked up once, found or not, and that',
+      '`secretCache: false` looks up every delivery; a call with another answer than its row expects fails the run.',
+      '',
+      md(tenantTable(results.tenant)),
+      '',
+    );
+  }
   return parts;
 }
 

@@ -123,6 +123,38 @@ export function lambdaTable(lambda) {
   };
 }
 
+/**
+ * An in-process scenario's rows (schema, tenant): time per call, and per round the ops/s ratio to
+ * its baseline (the row named in `against`) and the CPU it adds per call.
+ */
+function inProcessTable(result, against) {
+  const labels = new Map(result.rows.map((r) => [r.id, r.label]));
+  return {
+    head: ['call', 'time per call', 'ops/s (one core)', 'ops/s ÷ baseline', 'CPU added per call', 'baseline'],
+    rows: result.rows.map((r) => [
+      r.label,
+      `${ns(r.time.median)} (${ns(r.time.min)}–${ns(r.time.max)})`,
+      intSpread(r.ops),
+      r.id === r.baseline ? '1 (itself)' : ratio(r.vsBaseline),
+      r.id === r.baseline
+        ? '—'
+        : `${signedNs(r.addedNs.median)} (${signedNs(r.addedNs.min)} to ${signedNs(r.addedNs.max)})`,
+      against(r, labels),
+    ]),
+  };
+}
+
+/** Schemas in process: each handler registration against the same handler without a schema. */
+export function schemaTable(schema) {
+  return inProcessTable(schema, (r) => (r.id === r.baseline ? '—' : 'no schema'));
+}
+
+/** A secret per tenant in process: accepted deliveries against a static secret, refusals against a wrong signature. */
+export function tenantTable(tenant) {
+  const names = { static: 'static secret', wrong: 'wrong signature' };
+  return inProcessTable(tenant, (r) => (r.id === r.baseline ? '—' : (names[r.baseline] ?? r.baseline)));
+}
+
 /** `1.0 (0.0–2.0)` ms from a spread of whole milliseconds; `—` when there is none. */
 function msSpread(s) {
   if (!s || Number.isNaN(s.median)) return '—';
