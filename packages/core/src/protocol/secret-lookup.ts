@@ -89,13 +89,17 @@ export class TenantSecrets {
     }
     if (!isThenable(answer)) return this.#keep(tenant, this.#checked(answer), this.#generation);
     const generation = this.#generation;
-    const looked = Promise.resolve(answer).then(
+    // Only its own entry: after forget(), a newer lookup of this tenant may be the one under way.
+    const settled = () => {
+      if (this.#pending.get(tenant) === looked) this.#pending.delete(tenant);
+    };
+    const looked: Promise<SecretSet> = Promise.resolve(answer).then(
       (value) => {
-        this.#pending.delete(tenant);
+        settled();
         return this.#keep(tenant, this.#checked(value), generation);
       },
       (cause: unknown) => {
-        this.#pending.delete(tenant);
+        settled();
         throw lookupFailed(cause);
       },
     );
