@@ -2,6 +2,7 @@ import {
   type DeadLetter as CoreDeadLetter,
   type DeadLetterListOptions,
   type DeadLetterSource,
+  deliveryKey,
   isQueuedDelivery,
   type QueuedDelivery,
   type WebhookQueue,
@@ -18,8 +19,10 @@ import {
 import { type ProcessingWebhooks, type QueueWorker, startWorker } from './worker.js';
 
 /**
- * An event whose job ran out of attempts (or was lost too often), kept until retried or discarded.
- * Its `jobId` is the BullMQ job id: the event id, or `sha256-…` of an odd one.
+ * An event whose job ran out of attempts (or was lost too often, or failed for good: a handler's
+ * schema refused the event), kept until retried or discarded. Its `jobId` is the BullMQ job id:
+ * the event's key (`deliveryKey`: the event id, or `<tenant>/<event id>` with secrets per tenant),
+ * or `sha256-…` of an odd one.
  */
 export type DeadLetter = CoreDeadLetter;
 
@@ -146,13 +149,16 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
   }
 
   /**
-   * Writes a verified delivery as a job whose id is the event's, and resolves once Redis has
-   * confirmed it. A job of that id already there (waiting, running, done within
+   * Writes a verified delivery as a job whose id is the event's key (`jobIdFor(deliveryKey(delivery))`:
+   * the event id, scoped by tenant with secrets per tenant), and resolves once Redis has confirmed
+   * it. A job of that id already there (waiting, running, done within
    * `keepCompletedMs`, or a dead letter) means nothing is added. `webhooks.handle()` calls it and
    * bounds it by `enqueueTimeoutMs`; you do not need to.
    */
   async enqueue(delivery: QueuedDelivery): Promise<void> {
-    await this.#queue.add(delivery.event.type, delivery, { jobId: deliveryJobId(delivery.event.id, delivery.replay) });
+    await this.#queue.add(delivery.event.type, delivery, {
+      jobId: deliveryJobId(deliveryKey(delivery), delivery.replay),
+    });
   }
 
   /**
@@ -209,7 +215,10 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
     };
   }
 
-  /** One dead letter, by job id or event id; undefined when there is no such dead letter. */
+  /**
+   * One dead letter, by job id or event key (the event id, or `<tenant>/<event id>` with secrets per
+   * tenant: `eventKey(eventId, tenant)`); undefined when there is no such dead letter.
+   */
   async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
     const job = await this.#failedJob(id);
     return job && deadLetterOf(job);
@@ -255,7 +264,9 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
 
   async #failedJob(id: string): Promise<Job | undefined> {
     if (typeof id !== 'string' || id === '') {
-      throw new TypeError('pixhook: a dead letter is named by its job id or event id, a non-empty string.');
+      throw new TypeError(
+        'pixhook: a dead letter is named by its job id or event key (the event id, or <tenant>/<event id> with secrets per tenant), a non-empty string.',
+      );
     }
     for (const jobId of new Set([id, jobIdFor(id)])) {
       if (jobId.includes(':')) continue;

@@ -1,26 +1,36 @@
 import { createHash } from 'node:crypto';
 
-/** Event ids as the service writes them (`evt_…`), short and without BullMQ's forbidden `:`. */
-const READABLE = /^evt_[A-Za-z0-9_.-]{1,200}$/;
+/**
+ * Keys that read as job ids: an event id as the service writes it (`evt_…`), alone or after a short
+ * tenant (`eventKey`'s form, `<tenant, URI-encoded>/evt_…`, so the tenant holds no `/` or `:`). Short,
+ * and without BullMQ's forbidden `:`.
+ */
+const READABLE = /^(?:[A-Za-z0-9_.~%-]{1,64}\/)?evt_[A-Za-z0-9_.-]{1,200}$/;
 
 /**
- * The BullMQ job id of an event: its id when it reads as one, else `sha256-<hex>` of it. BullMQ
- * refuses ids with `:` (its key separator) and any id is a Redis key, so a long or odd id (signed,
- * but only checked to start with `evt_`) is hashed. The two forms never meet: one starts `evt_`.
+ * The BullMQ job id of an event's key (`deliveryKey(delivery)` from `@pixhook/core`: the event id,
+ * or `<tenant>/<event id>` with secrets per tenant): the key itself when it reads as one, else
+ * `sha256-<hex>` of it. BullMQ refuses ids with `:` (its key separator) and any id is a Redis key,
+ * so a long or odd key (the event id is signed, but only checked to start with `evt_`; a tenant
+ * with characters `encodeURIComponent` keeps, such as `(`) is hashed. The forms never meet: a
+ * readable id starts `evt_` or holds a `/`, a hashed one does neither.
+ * @example jobIdFor('evt_123') // 'evt_123'
+ * @example jobIdFor('acme/evt_123') // 'acme/evt_123'
+ * @example jobIdFor('evt_with:colon') // 'sha256-…'
  */
-export function jobIdFor(eventId: string): string {
-  return READABLE.test(eventId) ? eventId : `sha256-${createHash('sha256').update(eventId).digest('hex')}`;
+export function jobIdFor(key: string): string {
+  return READABLE.test(key) ? key : `sha256-${createHash('sha256').update(key).digest('hex')}`;
 }
 
 const REPLAY = /^[A-Za-z0-9-]{1,64}$/;
 
 /**
- * The job id of a delivery: the event's (`jobIdFor`), or for a replay from the archive (whose
- * `replay` is its own id) the event's followed by `-replay-<id>`, a new job. A replay id that is
- * not a short UUID-like word is hashed.
+ * The job id of a delivery whose key is `key` (`deliveryKey(delivery)`): the key's (`jobIdFor`),
+ * or for a replay from the archive (whose `replay` is its own id) the key's followed by
+ * `-replay-<id>`, a new job. A replay id that is not a short UUID-like word is hashed.
  */
-export function deliveryJobId(eventId: string, replay: string | undefined): string {
-  const id = jobIdFor(eventId);
+export function deliveryJobId(key: string, replay: string | undefined): string {
+  const id = jobIdFor(key);
   if (replay === undefined) return id;
   return `${id}-replay-${REPLAY.test(replay) ? replay : createHash('sha256').update(replay).digest('hex')}`;
 }

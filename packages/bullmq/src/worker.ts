@@ -1,5 +1,6 @@
 import {
   type ErrorContext,
+  isFinalFailure,
   isQueuedDelivery,
   type QueuedDelivery,
   type QueuedRun,
@@ -42,6 +43,15 @@ function asError(cause: unknown): Error {
   return new Error(`A handler threw ${what} instead of an Error.`);
 }
 
+/** BullMQ's error that fails a job without further attempts, with `failure`'s message, stack and itself as cause. */
+function finalFailure(failure: Error): UnrecoverableError {
+  const error = new UnrecoverableError(failure.message);
+  error.cause = failure;
+  // The dead letter's stack is the failure's own (where core found it), not this line's.
+  if (typeof failure.stack === 'string') error.stack = failure.stack;
+  return error;
+}
+
 /** What a handler sees as `context.job` for a run of `job` (the run it is about to start, or the one it lost). */
 function runOf(job: Job): QueuedRun {
   return {
@@ -59,8 +69,11 @@ function contextOf(job: Job | undefined): ErrorContext<undefined> {
   if (!job) return { request: undefined };
   const delivery: unknown = job.data;
   if (!isQueuedDelivery(delivery)) return { request: undefined, job: runOf(job) };
-  const { event, deliveryId, timestamp } = delivery;
-  return { request: undefined, deliveryId, timestamp, event, job: runOf(job) };
+  const { event, deliveryId, timestamp, tenant } = delivery;
+  const context: ErrorContext<undefined> = { request: undefined, deliveryId, timestamp, event, job: runOf(job) };
+  // Read from Redis: kept only when it has the shape core wrote.
+  if (typeof tenant === 'string') context.tenant = tenant;
+  return context;
 }
 
 /** Starts a BullMQ worker that runs `webhooks`' handlers for each job of the queue. */
@@ -94,9 +107,12 @@ export function startWorker(
     }
     running++;
     try {
+      // The job's data whole: the event, and the tenant and secret core stored with it.
       await webhooks.process(delivery, runOf(job));
     } catch (cause) {
-      const error = asError(cause);
+      // A failure no attempt can mend (a handler's schema refused the event: the same bytes fail
+      // the same way every time) ends the job at once, as a dead letter, whatever attempts remain.
+      const error = isFinalFailure(cause) ? finalFailure(cause as Error) : asError(cause);
       fromHandlers.add(error);
       throw error;
     } finally {
