@@ -10,7 +10,8 @@
 //        event's id. Options: `redis` / `postgres` (a real server from test/helpers; REDIS_URL or
 //        DATABASE_URL set, skipped with a note where none can run), `as fetch` (its `POST` or
 //        default export's `fetch` is served on node:http, as Next.js, Hono on Bun or Workers would),
-//        `as lambda` (served by examples/lambda/local.mjs, as the Lambda README shows).
+//        `as lambda` (served by examples/lambda/local.mjs, as the Lambda README shows), `at /PATH`
+//        (the delivery is sent to that path instead of /webhooks: `at /webhooks/acme` for a tenant).
 //   <!-- test: exits -->      a program that runs to its end: it must exit 0.
 //   <!-- test: file NAME -->  a module the next run/exits/typecheck block imports, written as NAME.
 //   <!-- test: run NAME, … --> (or `exits NAME`) the block written as NAME (default index.js/.ts).
@@ -133,6 +134,8 @@ interface Mark {
   expect: number;
   needs: 'redis' | 'postgres' | undefined;
   as: 'fetch' | 'lambda' | undefined;
+  /** The path the delivery is sent to. */
+  path: string;
   why: string | undefined;
 }
 
@@ -150,6 +153,7 @@ function parseMark(text: string): Mark | string {
     expect: 200,
     needs: undefined,
     as: undefined,
+    path: '/webhooks',
     why: undefined,
   };
   if (mode === 'not run' || mode === 'typecheck') {
@@ -162,6 +166,7 @@ function parseMark(text: string): Mark | string {
     const [key, value] = option.split(/\s+/, 2);
     if (key === 'send' && value) mark.send = value;
     else if (key === 'expect' && value) mark.expect = Number(value);
+    else if (key === 'at' && value?.startsWith('/')) mark.path = value;
     else if (option === 'redis' || option === 'postgres') mark.needs = option;
     else if (option === 'as fetch' || option === 'as lambda') mark.as = option === 'as fetch' ? 'fetch' : 'lambda';
     else return `unknown option "${option}" in "${text}"`;
@@ -253,6 +258,9 @@ const DEPENDENCIES: Record<string, string> = {
   '@types/koa': '.',
   '@types/pg': '.',
   '@types/aws-lambda': 'packages/lambda',
+  zod: '.',
+  valibot: '.',
+  arktype: '.',
 };
 
 let project: string | undefined;
@@ -432,9 +440,14 @@ function printed(running: Running, text: string): Promise<void> {
 }
 
 /** `pixhook send` with the CLI's built dist, as a user runs it. */
-async function send(port: number, type: string, eventId: string): Promise<{ status: number; body: unknown }> {
+async function send(
+  port: number,
+  path: string,
+  type: string,
+  eventId: string,
+): Promise<{ status: number; body: unknown }> {
   const cli = start(
-    [CLI, 'send', `http://127.0.0.1:${port}/webhooks`, '--type', type, '--event-id', eventId, '--json'],
+    [CLI, 'send', `http://127.0.0.1:${port}${path}`, '--type', type, '--event-id', eventId, '--json'],
     ROOT,
     { PIXHOOK_SECRET: SECRET, NO_COLOR: '1' },
   );
@@ -489,7 +502,7 @@ async function runProgram(program: Program, env: Record<string, string> = {}): P
     }
     await listening(running, port);
     const eventId = `evt_readme_${program.id.replace(/-/g, '_')}_${Date.now()}`;
-    const answer = await send(port, program.mark.send, eventId);
+    const answer = await send(port, program.mark.path, program.mark.send, eventId);
     expect(answer.status, `${JSON.stringify(answer)}\n${running.output()}`).toBe(program.mark.expect);
     await printed(running, eventId);
   } finally {
