@@ -1,23 +1,26 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The pg-boss job id of an event: a UUID made from the SHA-256 of the event id (RFC 9562's
- * version 8, its format for custom hashes). pg-boss ids are `uuid`s, so the event id cannot be
- * used as it is; the same event id always gives the same job id, in every process, which is what
- * de-duplicates deliveries (pg-boss inserts a job `ON CONFLICT DO NOTHING` on its queue and id).
+ * The pg-boss job id of an event's key (`deliveryKey(delivery)` from `@pixhook/core`: the event id,
+ * or `<tenant>/<event id>` with secrets per tenant, `eventKey(eventId, tenant)`): a UUID made from
+ * the SHA-256 of the key (RFC 9562's version 8, its format for custom hashes). pg-boss ids are
+ * `uuid`s, so the key cannot be used as it is; the same key always gives the same job id, in every
+ * process, which is what de-duplicates deliveries (pg-boss inserts a job `ON CONFLICT DO NOTHING`
+ * on its queue and id).
  * @example pgBossJobIdFor('evt_123') // '…-…-8…-…-…', the same every time
+ * @example pgBossJobIdFor('acme/evt_123') // tenant acme's job of that event: another id
  */
-export function pgBossJobIdFor(eventId: string): string {
-  return uuidOf(`pixhook:${eventId}`);
+export function pgBossJobIdFor(key: string): string {
+  return uuidOf(`pixhook:${key}`);
 }
 
 /**
- * The pg-boss job id of a delivery: the event's (`pgBossJobIdFor`), or for a replay from the
- * archive (`QueuedDelivery.replay`, its own id) a new one, hashed from both ids under another
- * prefix (in JSON, so that no pair of ids reads as another).
+ * The pg-boss job id of a delivery whose key is `key` (`deliveryKey(delivery)`): the key's
+ * (`pgBossJobIdFor`), or for a replay from the archive (`QueuedDelivery.replay`, its own id) a new
+ * one, hashed from both under another prefix (in JSON, so that no pair reads as another).
  */
-export function deliveryJobId(eventId: string, replay: string | undefined): string {
-  return replay === undefined ? pgBossJobIdFor(eventId) : uuidOf(`pixhook-replay:${JSON.stringify([replay, eventId])}`);
+export function deliveryJobId(key: string, replay: string | undefined): string {
+  return replay === undefined ? pgBossJobIdFor(key) : uuidOf(`pixhook-replay:${JSON.stringify([replay, key])}`);
 }
 
 function uuidOf(name: string): string {

@@ -2,6 +2,7 @@ import {
   type DeadLetter,
   type DeadLetterListOptions,
   type DeadLetterSource,
+  deliveryKey,
   describeType,
   isQueuedDelivery,
   type QueuedDelivery,
@@ -20,9 +21,10 @@ import type { PgBossLike, PgBossSendOptions, PgBossWorker, ProcessingWebhooks } 
 import { messageOf, type StartedWorker, startPgBossWorker } from './worker.js';
 
 /**
- * An event whose job ran out of attempts, kept until retried or discarded (or until pg-boss's
- * maintenance deletes it: see the queue's doc). Its `jobId` is the pg-boss job id:
- * `pgBossJobIdFor(event id)`, a UUID. Every string in it was read from Postgres: treat it as
+ * An event whose job ran out of attempts (or failed for good: a handler's schema refused the
+ * event), kept until retried or discarded (or until pg-boss's maintenance deletes it: see the
+ * queue's doc). Its `jobId` is the pg-boss job id: `pgBossJobIdFor(key)` of the event's key (the
+ * event id, or `<tenant>/<event id>` with secrets per tenant), a UUID. Every string in it was read from Postgres: treat it as
  * untrusted text when you show it (escape it in HTML, strip control characters in a terminal).
  */
 export type PgBossDeadLetter = DeadLetter;
@@ -132,7 +134,8 @@ function explained(error: unknown, schema: string): unknown {
  * `boss.stop()`. At least one boss on the database must run pg-boss's maintenance (its default,
  * `supervise: true`): it retries the jobs of workers that died and archives finished jobs.
  *
- * One job per event: the job id is `pgBossJobIdFor(event.id)`, and pg-boss inserts with
+ * One job per event: the job id is `pgBossJobIdFor(deliveryKey(delivery))` (the event id, or with
+ * secrets per tenant `<tenant>/<event id>`: one job per tenant and event), and pg-boss inserts with
  * `ON CONFLICT DO NOTHING`. A job stays in pg-boss's `job` table while waiting, running, retrying,
  * failed (a dead letter) and for `archiveCompletedAfterSeconds` after completing (12 h by default),
  * then in its `archive` table for `deleteAfterSeconds` (7 days by default); `enqueue` looks in both,
@@ -141,6 +144,12 @@ function explained(error: unknown, schema: string): unknown {
  * them to its archive after `archiveFailedAfterSeconds` (defaults to archiveCompletedAfterSeconds),
  * where this queue still lists, retries and discards them, and deletes them from there after
  * `deleteAfterSeconds`: raise those on the boss to keep dead letters longer.
+ *
+ * A failure no further attempt can mend (`isFinalFailure` from `@pixhook/core`: a handler's schema
+ * refused the event) fails the job at once, whatever retries it has left: pixhook's own statement
+ * sets the running job `failed` with the error, as pg-boss's `fail()` does on the last attempt, and
+ * leaves its retry limit alone. So it is listed, counted, retried (with all its attempts) and
+ * discarded as any other dead letter, and it keeps its job id.
  *
  * Why a dead letter is the failed job itself rather than its copy in a pg-boss `deadLetter` queue:
  * pg-boss gives that copy a random id, so the event's job id (what de-duplicates re-deliveries, and
@@ -228,15 +237,16 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
   }
 
   /**
-   * Stores a verified delivery as a job whose id is derived from the event's, and resolves once
-   * Postgres has committed it. A job of that id already there (waiting, running, retrying, done, a
+   * Stores a verified delivery as a job whose id is derived from the event's key
+   * (`pgBossJobIdFor(deliveryKey(delivery))`: the event id, scoped by tenant with secrets per
+   * tenant), and resolves once Postgres has committed it. A job of that id already there (waiting, running, retrying, done, a
    * dead letter, or in pg-boss's archive) means nothing is added. `webhooks.handle()` calls it and
    * bounds it by `enqueueTimeoutMs`; you do not need to.
    */
   async enqueue(delivery: QueuedDelivery): Promise<void> {
     await this.#whenReady();
     const { name } = this.#options;
-    const id = deliveryJobId(delivery.event.id, delivery.replay);
+    const id = deliveryJobId(deliveryKey(delivery), delivery.replay);
     // Looked up before sending: pg-boss's unique id covers its job table only, and a duplicate of an
     // archived job, once inserted, could be fetched by a polling worker before it was dropped again.
     // Left: a job archived in the moment between this lookup and the insert (12 h after it completed,
@@ -346,7 +356,10 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
     };
   }
 
-  /** One dead letter, by job id or event id; undefined when there is no such dead letter. */
+  /**
+   * One dead letter, by job id or event key (the event id, or `<tenant>/<event id>` with secrets
+   * per tenant: `eventKey(eventId, tenant)`); undefined when there is no such dead letter.
+   */
   async getDeadLetter(id: string): Promise<PgBossDeadLetter | undefined> {
     const ids = this.#idsOf(id);
     await this.#whenReady();
@@ -390,10 +403,12 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
     this.#fallbackListener = undefined;
   }
 
-  /** The job ids a dead letter may be named by: its job id, or the job id of an event id. */
+  /** The job ids a dead letter may be named by: its job id, or the job id of an event key. */
   #idsOf(id: string): string[] {
     if (typeof id !== 'string' || id === '') {
-      throw new TypeError('pixhook: a dead letter is named by its job id or event id, a non-empty string.');
+      throw new TypeError(
+        'pixhook: a dead letter is named by its job id or event key (the event id, or <tenant>/<event id> with secrets per tenant), a non-empty string.',
+      );
     }
     return isUuid(id) ? [id.toLowerCase(), pgBossJobIdFor(id)] : [pgBossJobIdFor(id)];
   }

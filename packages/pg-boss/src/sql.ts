@@ -1,8 +1,8 @@
 /**
  * The few statements PgBossQueue runs on pg-boss's own tables (pg-boss 10's schema: `job`,
  * partitioned by queue name, and `archive`), for what pg-boss 10 has no API for: listing, counting,
- * retrying with every attempt anew and discarding its failed jobs, counting the queue's jobs by
- * state, and finding a job in its archive.
+ * retrying with every attempt anew and discarding its failed jobs, failing a job at once whatever
+ * retries it has left, counting the queue's jobs by state, and finding a job in its archive.
  * Everything else goes through pg-boss's API (`send`, `fetch`, `complete`, `fail`, `createQueue`).
  *
  * The schema is written into the text unquoted, as pg-boss itself does (so it folds to lower case
@@ -27,8 +27,15 @@ export function pgBossStatements(schema: string) {
     lookup: `SELECT (SELECT state::text FROM ${job} WHERE name = $1 AND id = $2::uuid) AS live,
   EXISTS (SELECT 1 FROM ${archive} WHERE name = $1 AND id = $2::uuid) AS archived`,
 
-    /** $2 job id: no retries left, so the `fail()` that follows makes it a dead letter at once. */
-    lastAttempt: `UPDATE ${job} SET retry_limit = retry_count WHERE name = $1 AND id = $2::uuid AND state = 'active'`,
+    /**
+     * $2 job id, $3 output (JSON text): fails an active job at once, whatever retries it has left, as
+     * pg-boss's `fail()` fails one out of retries (state `failed`, `completed_on`, the output). Its
+     * retry limit is left alone, so a retry of the dead letter has all its attempts. No row: the job
+     * was not active any more (pg-boss's maintenance expired it meanwhile).
+     */
+    failNow: `UPDATE ${job} SET state = 'failed', completed_on = now(), output = $3::jsonb
+WHERE name = $1 AND id = $2::uuid AND state = 'active'
+RETURNING id`,
 
     /** $2 offset, $3 limit: dead letters, newest first. */
     list: `SELECT * FROM (${dead()}) dead ORDER BY "completedOn" DESC NULLS LAST, id DESC OFFSET $2 LIMIT $3`,

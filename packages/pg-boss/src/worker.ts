@@ -1,4 +1,10 @@
-import { type ErrorContext, isQueuedDelivery, type QueuedRun, WebhookVerificationError } from '@pixhook/core';
+import {
+  type ErrorContext,
+  isFinalFailure,
+  isQueuedDelivery,
+  type QueuedRun,
+  WebhookVerificationError,
+} from '@pixhook/core';
 import type { ResolvedPgBossQueueOptions, ResolvedPgBossWorkerOptions } from './options.js';
 import type { PgBossStatements } from './sql.js';
 import type { PgBossFetchedJob, PgBossLike, PgBossWorker, ProcessingWebhooks } from './types.js';
@@ -196,21 +202,32 @@ export function startPgBossWorker(
     }
   };
 
+  /** Fails a job at once, as a dead letter with `output`, whatever retries it has left. */
+  const failNow = (entry: Running, output: object, context?: ErrorContext<undefined>) =>
+    settle(
+      entry,
+      async () => {
+        const failed = await host.sql(statements.failNow, [name, entry.jobId, JSON.stringify(output)]);
+        if (failed.length === 0 && !bossStopped) {
+          report(
+            new WebhookVerificationError(
+              'JOB_STALLED',
+              `Job ${entry.jobId} failed for good after pg-boss had already failed it as expired (it ran past the queue's expireInMs, or its worker was taken for lost): pg-boss's outcome stands (the job runs again, or is a dead letter already if that was its last attempt).`,
+            ),
+            context,
+          );
+        }
+      },
+      false,
+    );
+
   const runJob = async (job: PgBossFetchedJob, entry: Running) => {
     const delivery = job.data;
     if (!isQueuedDelivery(delivery)) {
       const message =
         'pixhook: this job does not hold a pixhook delivery (was it sent by something else?); it was failed without running handlers.';
       report(new WebhookVerificationError('INTERNAL_ERROR', message.replace(/^pixhook: /, '')));
-      await settle(
-        entry,
-        async () => {
-          // No retries: the job becomes a dead letter at once.
-          await host.sql(statements.lastAttempt, [name, job.id]);
-          return boss.fail(name, job.id, { name: 'Error', message });
-        },
-        false,
-      );
+      await failNow(entry, { name: 'Error', message });
       return;
     }
     const run: QueuedRun = {
@@ -221,23 +238,32 @@ export function startPgBossWorker(
       queuedAt: millis(job.createdOn),
       queueName: name,
     };
-    const { event, deliveryId, timestamp } = delivery;
+    const { event, deliveryId, timestamp, tenant } = delivery;
+    const context: ErrorContext<undefined> = { request: undefined, event, deliveryId, timestamp, job: run };
+    // Read from Postgres: kept only when it has the shape core wrote.
+    if (typeof tenant === 'string') context.tenant = tenant;
     if (job.retryCount > 0 && messageOf(job.output) === EXPIRED_MESSAGE) {
       report(
         new WebhookVerificationError(
           'JOB_STALLED',
           `Job ${job.id} was lost by the worker running it (the process stopped, or its handler ran past the queue's expireInMs); pg-boss failed it as expired and it runs again now.`,
         ),
-        { request: undefined, event, deliveryId, timestamp, job: run },
+        context,
       );
     }
     let failure: Error | undefined;
+    let final = false;
     try {
+      // The job's data whole: the event, and the tenant and secret core stored with it.
       await webhooks.process(delivery, run);
     } catch (cause) {
       failure = asError(cause);
+      // A failure no attempt can mend (a handler's schema refused the event: the same bytes fail
+      // the same way every time) ends the job at once, as a dead letter, whatever retries remain.
+      final = isFinalFailure(cause);
     }
     if (failure === undefined) await settle(entry, () => boss.complete(name, job.id), true);
+    else if (final) await failNow(entry, outputOf(failure), context);
     else {
       const output = outputOf(failure);
       await settle(entry, () => boss.fail(name, job.id, output), false);
