@@ -16,10 +16,17 @@ import { type HeadersInput, readDeliveryHeaders } from './protocol/headers.js';
 import { verifyForTenant } from './protocol/secret-lookup.js';
 import { verifyDelivery, verifyDeliveryAnywhere } from './protocol/verify.js';
 import type { InboxQuery } from './seams/archive.js';
-import type { AnyHandler, ErrorContext, ErrorHandler, EventHandler } from './seams/context.js';
+import {
+  type AnyHandler,
+  type ErrorContext,
+  type ErrorHandler,
+  type EventHandler,
+  handlerId,
+  namedHandler,
+} from './seams/context.js';
 import type { HandleInput, WebhookResponse } from './seams/handle-input.js';
 import type { WebhooksLogger } from './seams/logger.js';
-import type { QueuedDelivery, QueuedRun } from './seams/queue.js';
+import type { QueuedDelivery, QueuedRun, WebhookQueue } from './seams/queue.js';
 import { isStandardSchema, type StandardSchemaV1, validating } from './seams/schema.js';
 import { describeType } from './util/option-checks.js';
 
@@ -45,14 +52,27 @@ export interface HandlerOptions<S extends StandardSchemaV1 = StandardSchemaV1> {
    * @default none: data.object is not checked
    */
   schema?: S;
+  /**
+   * A stable name that makes this handler fail alone: it gets its own record that it succeeded, so
+   * a retry of the event runs only the named handlers not yet done (and the unnamed ones, as
+   * always); the answer is 2xx only once all are done. Transactional mode: it runs in a transaction
+   * of its own, committed when it succeeds. Queued mode: it runs as a job of its own, with its own
+   * attempts and dead letter. Letters, digits, `_`, `-` and `.`, at most 64; unique per event type.
+   * Renaming it makes it a new handler, which runs again for events retried after the rename.
+   * @default none: the handler runs with the others, all or nothing
+   */
+  id?: string;
 }
+
+/** A handler id: safe in keys and job ids, and short. */
+const HANDLER_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /** `E` with `data.object` of type `O`, for each member of a union of events. */
 export type WithObject<E, O> = E extends { data: infer D }
   ? Omit<E, 'data'> & { data: Omit<D, 'object'> & { object: O } }
   : never;
 
-const HANDLER_OPTIONS = new Set(['schema']);
+const HANDLER_OPTIONS = new Set(['schema', 'id']);
 
 /** A handler registered with options: checked, and wrapped to validate when there is a schema. */
 function withOptions(options: unknown, handler: AnyHandler): AnyHandler {
@@ -68,14 +88,19 @@ function withOptions(options: unknown, handler: AnyHandler): AnyHandler {
       );
     }
   }
-  const { schema } = options as HandlerOptions;
-  if (schema === undefined) return handler;
-  if (!isStandardSchema(schema)) {
+  const { schema, id } = options as HandlerOptions;
+  if (id !== undefined && (typeof id !== 'string' || !HANDLER_ID.test(id))) {
+    throw new TypeError(
+      `pixhook: on(type, { id }, handler): id must be 1 to 64 letters, digits, _, - or .; got ${describeType(id)}.`,
+    );
+  }
+  if (schema !== undefined && !isStandardSchema(schema)) {
     throw new TypeError(
       `pixhook: on(type, { schema }, handler): schema must be a Standard Schema v1 validator (zod 3.24+, valibot 1, arktype 2…); got ${describeType(schema)}.`,
     );
   }
-  return validating(schema, handler);
+  const checked = schema === undefined ? handler : validating(schema, handler);
+  return id === undefined ? checked : namedHandler(checked, id);
 }
 
 /**
@@ -144,16 +169,26 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    * the event is acknowledged, and `onError` hears `SCHEMA_MISMATCH` with the validator's issues
    * (in a queue worker the job becomes a dead letter at once).
    *
+   * With `{ id }`, the handler fails alone: it has its own record that it succeeded, so the
+   * service's retry of an event whose other handler failed runs only what is not done yet (see
+   * `HandlerOptions.id`).
+   *
    * @example
    * webhooks.on('quota.warned', (event) => notify(event.data.object))
    * webhooks.on(['quota.warned', 'quota.exceeded'], (event) => event.type) // narrowed union
    * webhooks.on('image.created', { schema: z.object({ id: z.string(), bytes: z.number() }) }, (event) => event.data.object.bytes)
+   * webhooks.on('image.created', { id: 'thumbnails' }, makeThumbnails) // fails alone: a retry skips it once done
    */
   on<K extends EventType>(type: K | readonly K[], handler: EventHandler<EventOf<M, K>, TRequest, TTransaction>): this;
   on<K extends EventType, S extends StandardSchemaV1>(
     type: K | readonly K[],
-    options: HandlerOptions<S>,
+    options: HandlerOptions<S> & { schema: S },
     handler: EventHandler<WithObject<EventOf<M, K>, StandardSchemaV1.InferOutput<S>>, TRequest, TTransaction>,
+  ): this;
+  on<K extends EventType>(
+    type: K | readonly K[],
+    options: HandlerOptions<never> & { schema?: undefined },
+    handler: EventHandler<EventOf<M, K>, TRequest, TTransaction>,
   ): this;
   on(type: EventType | readonly EventType[], second: unknown, third?: unknown): this {
     const types: readonly string[] = Array.isArray(type) ? type : [type as EventType];
@@ -175,7 +210,18 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
       }
     }
     const handler = options === undefined ? (given as AnyHandler) : withOptions(options, given as AnyHandler);
-    for (const t of new Set(types)) this.#handlersFor(t).push(handler);
+    const id = handlerId(handler);
+    const unique = new Set(types);
+    if (id !== undefined) {
+      for (const t of unique) {
+        if (this.#handlersFor(t).some((other) => handlerId(other) === id)) {
+          throw new TypeError(
+            `pixhook: on(${JSON.stringify(t)}, { id: ${JSON.stringify(id)} }, handler): a handler of this type already has that id; ids name one handler each.`,
+          );
+        }
+      }
+    }
+    for (const t of unique) this.#handlersFor(t).push(handler);
     return this;
   }
 
@@ -279,11 +325,22 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
    * undefined. Resolves when all succeeded; rejects with the first handler's own error, after
    * telling `onError` (`HANDLER_FAILED`). `@pixhook/bullmq`'s workers call it for each job.
    *
+   * Named handlers (`on(type, { id }, handler)`) run as jobs of their own: given `options.queue`
+   * (the engine's queue), an event's job writes one job per named handler (`delivery.handler` set,
+   * its job id from `deliveryKey(delivery)`) and runs the unnamed ones; a job with
+   * `delivery.handler` runs that handler alone. Without `options.queue` they run in the event's job.
+   * A rejection for which `isFinalFailure(error)` is true (a `SCHEMA_MISMATCH`) must end the job
+   * at once, as a dead letter.
+   *
    * @example
-   * await webhooks.process(job.data, { engine: 'my-queue', jobId: job.id, attempt: 1, maxAttempts: 5, queuedAt: job.createdAt })
+   * await webhooks.process(job.data, { engine: 'my-queue', jobId: job.id, attempt: 1, maxAttempts: 5, queuedAt: job.createdAt }, { queue })
    */
-  process(delivery: QueuedDelivery, job: QueuedRun): Promise<void> {
-    return processQueued(this.#host, delivery, job);
+  process(
+    delivery: QueuedDelivery,
+    job: QueuedRun,
+    options?: { queue?: Pick<WebhookQueue, 'enqueue'> },
+  ): Promise<void> {
+    return processQueued(this.#host, delivery, job, options?.queue);
   }
 
   /**
@@ -420,7 +477,9 @@ function logUnheard(error: WebhookVerificationError, context: ErrorContext): voi
     .join(', ');
   const hint = error.code === 'ENDPOINT_AT_RISK' ? '' : ' (register webhooks.onError() to handle these yourself)';
   const line = `pixhook: ${error.code}${where ? ` (${where})` : ''}: ${error.message}${hint}`;
-  if (error.cause === undefined) console.error(line);
+  // A schema's issues quote the event (untrusted text, printed raw by console.error's inspection):
+  // the message lists them, escaped.
+  if (error.cause === undefined || error.code === 'SCHEMA_MISMATCH') console.error(line);
   else console.error(line, error.cause);
 }
 

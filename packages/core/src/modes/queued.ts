@@ -1,10 +1,10 @@
 // Queued mode: in the request, the write of a verified delivery to the queue (enqueue); in a
 // worker, the run of a queued delivery's handlers (processQueued).
 import { WebhookVerificationError } from '../protocol/errors.js';
-import { eventKey } from '../protocol/event-key.js';
+import { eventKey, handlerKey } from '../protocol/event-key.js';
 import type { SecretMatch } from '../protocol/secrets.js';
 import type { ArchivedRun, WebhookArchive } from '../seams/archive.js';
-import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
+import { type AnyHandler, type ErrorContext, type HandlerContext, handlerId } from '../seams/context.js';
 import {
   callHandler,
   type DeliveryMessage,
@@ -163,11 +163,16 @@ function write(
  * commit), and one whose transaction is open elsewhere, or a failed commit, rejects so the engine
  * runs the job again later.
  */
-export function processQueued(host: QueueHost, delivery: QueuedDelivery, job: QueuedRun): Promise<void> {
+export function processQueued(
+  host: QueueHost,
+  delivery: QueuedDelivery,
+  job: QueuedRun,
+  jobs?: Pick<WebhookQueue, 'enqueue'>,
+): Promise<void> {
   if (!isQueuedDelivery(delivery)) {
     return Promise.reject(new TypeError('pixhook: process(delivery, job): delivery is not a queued pixhook delivery.'));
   }
-  if (!jobChannel.hasSubscribers) return runQueued(host, delivery, job, undefined);
+  if (!jobChannel.hasSubscribers) return runQueued(host, delivery, job, undefined, jobs);
   const message: JobMessage = {
     eventType: delivery.event.type,
     eventId: delivery.event.id,
@@ -175,7 +180,68 @@ export function processQueued(host: QueueHost, delivery: QueuedDelivery, job: Qu
     job,
     traceContext: storedTraceContext(delivery.traceContext),
   };
-  return traceStep(jobChannel, message, () => runQueued(host, delivery, job, message));
+  return traceStep(jobChannel, message, () => runQueued(host, delivery, job, message, jobs));
+}
+
+/**
+ * What one job runs: the job of a named handler, that handler alone (an error when this worker has
+ * none of that id: the job fails and is retried, a deploy may bring it back); an event's job, its
+ * unnamed handlers, the named ones being written as jobs of their own when the engine can (`jobs`),
+ * else run with the others.
+ */
+function jobHandlers(
+  all: readonly AnyHandler[],
+  delivery: QueuedDelivery,
+  jobs: Pick<WebhookQueue, 'enqueue'> | undefined,
+): { handlers: readonly AnyHandler[]; own: string | undefined; fanOut: string[] } {
+  const own = typeof delivery.handler === 'string' ? delivery.handler : undefined;
+  if (own !== undefined) {
+    const one = all.find((handler) => handlerId(handler) === own);
+    const missing: AnyHandler = () => {
+      throw new Error(
+        `pixhook: this worker has no handler with id ${JSON.stringify(own.slice(0, 64))} for ${delivery.event.type}; the job fails, and runs again once a worker has it (or discard its dead letter).`,
+      );
+    };
+    return { handlers: [one ?? missing], own, fanOut: [] };
+  }
+  const fanOut: string[] = [];
+  if (jobs === undefined) return { handlers: all, own, fanOut };
+  const handlers = all.filter((handler) => {
+    const id = handlerId(handler);
+    if (id !== undefined) fanOut.push(id);
+    return id === undefined;
+  });
+  return { handlers, own, fanOut };
+}
+
+/**
+ * An event's job in a worker: each named handler written as a job of its own (one per handler id,
+ * which the engine keeps once: a job run again writes none twice), before the unnamed handlers run.
+ * A write that fails fails the event's job, which runs again.
+ */
+async function writeHandlerJobs(
+  jobs: Pick<WebhookQueue, 'enqueue'>,
+  delivery: QueuedDelivery,
+  ids: readonly string[],
+  report: (error: WebhookVerificationError) => void,
+): Promise<void> {
+  const { event, deliveryId, timestamp, tenant, secret, replay, traceContext } = delivery;
+  const base: { -readonly [K in keyof QueuedDelivery]: QueuedDelivery[K] } = { event, deliveryId, timestamp };
+  if (traceContext !== undefined) base.traceContext = traceContext;
+  if (replay !== undefined) base.replay = replay;
+  if (tenant !== undefined) base.tenant = tenant;
+  if (secret !== undefined) base.secret = secret;
+  try {
+    await Promise.all(ids.map((handler) => jobs.enqueue({ ...base, handler })));
+  } catch (cause) {
+    const error = new WebhookVerificationError(
+      'QUEUE_UNAVAILABLE',
+      `The jobs of the named handlers of ${event.type} event ${event.id} could not all be written to the queue; the event's job fails and runs again.`,
+      { cause },
+    );
+    report(error);
+    throw error;
+  }
 }
 
 /** The secret a job says verified its delivery, when it has the shape core wrote; else undefined. */
@@ -208,13 +274,16 @@ async function runQueued(
   delivery: QueuedDelivery,
   job: QueuedRun,
   trace: JobMessage | undefined,
+  jobs: Pick<WebhookQueue, 'enqueue'> | undefined,
 ): Promise<void> {
   const { event, deliveryId, timestamp } = delivery;
-  const handlers = host.handlersFor(event.type);
+  const { handlers, own, fanOut } = jobHandlers(host.handlersFor(event.type), delivery, jobs);
   // Read from the engine's storage: kept only when they have the shapes core wrote.
   const tenant = typeof delivery.tenant === 'string' ? delivery.tenant : undefined;
   const secret = storedSecret(delivery.secret);
   const key = eventKey(event.id, tenant);
+  // A named handler's job has its own transaction, as it has its own record inline.
+  const runKey = own === undefined ? key : handlerKey(key, own);
   const report = (error: WebhookVerificationError) =>
     host.reportError(error, { request: undefined, deliveryId, timestamp, event, job, tenant, secret });
   const { transactions, archive } = host.options;
@@ -242,9 +311,10 @@ async function runQueued(
           transaction,
         )
       : Promise.resolve(false);
+  if (fanOut.length > 0 && jobs !== undefined) await writeHandlerJobs(jobs, delivery, fanOut, report);
   let open: OpenEvent<unknown> | undefined;
   if (transactions !== undefined && handlers.length > 0) {
-    const begun = await beginEvent(transactions, key, event.type, delivery.replay !== undefined);
+    const begun = await beginEvent(transactions, runKey, event.type, delivery.replay !== undefined);
     if (begun.kind === 'completed') return;
     if (begun.kind === 'rejected') {
       await archived(job.attempt >= job.maxAttempts ? 'dead-letter' : 'failed', undefined, begun.error);
@@ -262,7 +332,7 @@ async function runQueued(
     const held = open;
     if (held) {
       await new Promise<void>((resolve) => resolve(held.rollback())).catch((failure: unknown) =>
-        report(rollbackFailed(key, failure)),
+        report(rollbackFailed(runKey, failure)),
       );
     }
   };
@@ -311,12 +381,12 @@ async function runQueued(
     try {
       answer = await open.commit();
     } catch (cause) {
-      const error = commitFailed(key, cause);
+      const error = commitFailed(runKey, cause);
       await archived(job.attempt >= job.maxAttempts ? 'dead-letter' : 'failed', undefined, error);
       report(error);
       throw error;
     }
-    const lost = commitReadBack(key, answer);
+    const lost = commitReadBack(runKey, answer);
     if (lost) report(lost);
     return;
   }

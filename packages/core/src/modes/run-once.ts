@@ -1,8 +1,8 @@
 import { WebhookVerificationError } from '../protocol/errors.js';
-import { eventKey } from '../protocol/event-key.js';
+import { eventKey, handlerKey } from '../protocol/event-key.js';
 import type { AnyEvent } from '../protocol/events.js';
 import type { WebhookArchive } from '../seams/archive.js';
-import type { AnyHandler, ErrorContext, HandlerContext } from '../seams/context.js';
+import { type AnyHandler, type ErrorContext, type HandlerContext, handlerId } from '../seams/context.js';
 import { callHandler, type DeliveryMessage } from '../seams/diagnostics.js';
 import { isSchemaMismatch } from '../seams/schema.js';
 import type { IdempotencyStore } from '../seams/store.js';
@@ -54,6 +54,10 @@ interface Run {
   readonly trace: DeliveryMessage | undefined;
   /** The delivery's archive entry in the making, when there is an archive. */
   readonly draft: DeliveryDraft | undefined;
+  /** The event's key (its id, scoped by tenant): named handlers' records are `<key>#<id>`. */
+  readonly key: string;
+  /** The first failure of a named handler: the others went on, and the run answers it at the end. */
+  failure: { readonly cause: unknown } | undefined;
 }
 
 /**
@@ -78,10 +82,10 @@ export function runOnce(
     const { request, deliveryId, timestamp, tenant, secret } = context;
     host.reportError(error, { request, deliveryId, timestamp, event, tenant, secret } satisfies ErrorContext);
   };
-  const run: Run = { host, handlers, event, context, report, startedAt, trace, draft };
   const { store, transactions } = host.options;
   // Scoped by tenant when secrets are per tenant: one tenant cannot mark another's event processed.
   const key = context.tenant === undefined ? event.id : eventKey(event.id, context.tenant);
+  const run: Run = { host, handlers, event, context, report, startedAt, trace, draft, key, failure: undefined };
   const claimed = transactions ? beginEvent(transactions, key, event.type) : claimEvent(store, key, report);
   return claimed instanceof Promise ? claimed.then((outcome) => afterClaim(run, outcome)) : afterClaim(run, claimed);
 }
@@ -104,24 +108,124 @@ function afterClaim(given: Run, claimed: ClaimOutcome): Maybe<Outcome> {
       // Reading `then` may throw too (a hostile getter): that is this handler failing.
       if (isThenable(result)) return underDeadline(run, claim, result, i + 1);
     } catch (cause) {
-      // A handler skipped by its schema is reported; the others run, and the event is acknowledged.
-      if (isSchemaMismatch(cause)) {
-        run.report(cause);
-        continue;
-      }
-      return failed(run, claim, cause);
+      if (goesOn(run, i, cause)) continue;
+      return stopped(run, claim, cause);
     }
   }
-  return succeeded(run, claim);
+  return ended(run, claim);
 }
 
-/** Runs the run's handler `i`, timed into the archive's entry when there is one. */
+/**
+ * After handler `i` threw: true when the run goes on with the next handler, false when it stops
+ * here. A handler skipped by its schema is reported, and the event is acknowledged; a named
+ * handler fails alone: the others run, and the run answers its failure at the end (a second one is
+ * reported at once). An unnamed handler's failure stops the run, as it always has.
+ */
+function goesOn(run: Run, i: number, cause: unknown): boolean {
+  if (isSchemaMismatch(cause)) {
+    run.report(cause);
+    return true;
+  }
+  if (handlerId(run.handlers[i] as AnyHandler) === undefined) return false;
+  if (run.failure === undefined) run.failure = { cause };
+  else run.report(failureError(run, cause));
+  return true;
+}
+
+/** An unnamed handler failed: the run stops; a named handler's failure before it is reported too. */
+function stopped(run: Run, claim: HeldClaim, cause: unknown): Maybe<Outcome> {
+  if (run.failure !== undefined) run.report(failureError(run, run.failure.cause));
+  return failed(run, claim, cause);
+}
+
+/** Every handler ran: success, or the first named handler's failure. */
+function ended(run: Run, claim: HeldClaim): Maybe<Outcome> {
+  return run.failure === undefined ? succeeded(run, claim) : failed(run, claim, run.failure.cause);
+}
+
+/** Runs the run's handler `i`, timed into the archive's entry when there is one; a named one under its own record. */
 function call(run: Run, i: number): unknown {
-  const { handlers, event, context, trace, draft } = run;
+  const handler = run.handlers[i] as AnyHandler;
+  const id = handlerId(handler);
+  const { store, transactions } = run.host.options;
+  if (id === undefined || (!store && !transactions)) return callOne(run, i, run.context);
+  return transactions
+    ? inOwnTransaction(run, i, transactions, id)
+    : underOwnClaim(run, i, store as IdempotencyStore, id);
+}
+
+function callOne(run: Run, i: number, context: HandlerContext): unknown {
+  const { handlers, event, trace, draft } = run;
   const handler = handlers[i] as AnyHandler;
   return draft
     ? timedCall(draft.runs, handler, i, event, context, trace)
     : callHandler(handler, i, event, context, trace);
+}
+
+/** Failures of a named handler's own record (a store down, a claim held elsewhere): answered as they are. */
+const RECORD_FAILURES = new WeakSet<WebhookVerificationError>();
+
+function recordFailure(error: WebhookVerificationError): never {
+  RECORD_FAILURES.add(error);
+  throw error;
+}
+
+/**
+ * A named handler with a store: its own record (`<key>#<id>`, claimed, then completed or released),
+ * so a retry of the event skips it once it succeeded. Synchronous with a `MemoryStore` and a
+ * handler that returns no promise.
+ */
+function underOwnClaim(run: Run, i: number, store: IdempotencyStore, id: string): unknown {
+  const claimed = claimEvent(store, handlerKey(run.key, id), run.report);
+  const go = (outcome: ClaimOutcome): unknown => {
+    // Done by an earlier delivery: skipped.
+    if (outcome.kind === 'completed') return undefined;
+    if (outcome.kind === 'rejected') return recordFailure(outcome.error);
+    const claim = outcome;
+    let result: unknown;
+    try {
+      result = callOne(run, i, run.context);
+    } catch (cause) {
+      const released = releaseClaim(claim, run.report);
+      if (released instanceof Promise) return released.then(() => Promise.reject(cause));
+      throw cause;
+    }
+    if (!isThenable(result)) return completeClaim(claim, run.report);
+    return Promise.resolve(result).then(
+      () => completeClaim(claim, run.report),
+      (cause: unknown) => Promise.resolve(releaseClaim(claim, run.report)).then(() => Promise.reject(cause)),
+    );
+  };
+  return claimed instanceof Promise ? claimed.then(go) : go(claimed);
+}
+
+/**
+ * Transactional mode, a named handler: its own transaction (`begin('<key>#<id>')`), given to it as
+ * `context.transaction`, committed as soon as it succeeds; a retry of the event skips it then.
+ */
+function inOwnTransaction(run: Run, i: number, transactions: EventTransactions, id: string): Promise<unknown> {
+  const own = handlerKey(run.key, id);
+  return beginEvent(transactions, own, run.event.type).then(async (outcome) => {
+    if (outcome.kind === 'completed') return undefined;
+    if (outcome.kind === 'rejected') return recordFailure(outcome.error);
+    const open = outcome.open as NonNullable<typeof outcome.open>;
+    try {
+      await callOne(run, i, { ...run.context, transaction: open.transaction });
+    } catch (cause) {
+      await Promise.resolve()
+        .then(() => open.rollback())
+        .catch((failure: unknown) => run.report(rollbackFailed(own, failure)));
+      throw cause;
+    }
+    try {
+      const answer = await open.commit();
+      const lost = commitReadBack(own, answer);
+      if (lost) run.report(lost);
+    } catch (cause) {
+      recordFailure(commitFailed(own, cause));
+    }
+    return undefined;
+  });
 }
 
 /**
@@ -163,8 +267,15 @@ function succeeded(run: Run, claim: HeldClaim): Maybe<Outcome> {
     : DONE;
 }
 
+/** The error a handler's failure answers: a failure of a named handler's own record as it is, else `HANDLER_FAILED`. */
+function failureError(run: Run, cause: unknown): WebhookVerificationError {
+  return cause instanceof WebhookVerificationError && RECORD_FAILURES.has(cause)
+    ? cause
+    : handlerFailed(run.event, cause);
+}
+
 function failed(run: Run, claim: HeldClaim, cause: unknown): Maybe<Outcome> {
-  const error = handlerFailed(run.event, cause);
+  const error = failureError(run, cause);
   const open = claim.open;
   if (open) {
     return new Promise<void>((resolve) => resolve(open.rollback())).then(
@@ -226,16 +337,13 @@ async function finishAsync(
     try {
       await (i === next - 1 ? pending : call(run, i));
     } catch (cause) {
-      if (isSchemaMismatch(cause)) {
-        run.report(cause);
-        continue;
-      }
+      if (goesOn(run, i, cause)) continue;
       settle();
-      return failed(run, claim, cause);
+      return stopped(run, claim, cause);
     }
   }
   settle();
-  return succeeded(run, claim);
+  return ended(run, claim);
 }
 
 /** The deadline for the answer while handlers run: `handlerTimeoutMs` or what is left of the budget, the earlier. */

@@ -14,11 +14,23 @@ export function eventKey(eventId: string, tenant?: string): string {
 }
 
 /**
- * The key of a verified or queued delivery (`eventKey` of its event id and tenant): queue engines
- * derive their job ids from it.
+ * The key of a verified or queued delivery: `eventKey` of its event id and tenant, and for the job
+ * of one named handler (`on(type, { id }, handler)` in queued mode) `#` and the handler's id. Queue
+ * engines derive their job ids from it.
+ * @example deliveryKey({ event: { id: 'evt_1' }, tenant: 'acme', handler: 'thumbnails' }) // 'acme/evt_1#thumbnails'
  */
-export function deliveryKey(delivery: { readonly event: { readonly id: string }; readonly tenant?: string }): string {
-  return eventKey(delivery.event.id, delivery.tenant);
+export function deliveryKey(delivery: {
+  readonly event: { readonly id: string };
+  readonly tenant?: string | undefined;
+  readonly handler?: string | undefined;
+}): string {
+  const key = eventKey(delivery.event.id, delivery.tenant);
+  return delivery.handler === undefined ? key : handlerKey(key, delivery.handler);
+}
+
+/** The key of one named handler's run of the event known by `key`: its own completion record. */
+export function handlerKey(key: string, handler: string): string {
+  return `${key}#${handler}`;
 }
 
 /** The tenant and the event id of a key made by `eventKey` with a tenant; undefined when it is not one. */

@@ -96,3 +96,22 @@ export type ErrorHandler<TRequest = unknown> = (
 
 /** A handler as the pipeline stores and runs it. */
 export type AnyHandler = (event: AnyEvent, context: HandlerContext) => unknown;
+
+/** The ids of named handlers (`on(type, { id }, handler)`), by the function core runs. */
+const HANDLER_IDS = new WeakMap<AnyHandler, string>();
+
+/**
+ * `handler` registered under a stable `id`: a function of its own (so one function may be
+ * registered under two ids), named after the id (the archive and the traces show it).
+ */
+export function namedHandler(handler: AnyHandler, id: string): AnyHandler {
+  const named: AnyHandler = (event, context) => handler(event, context);
+  Object.defineProperty(named, 'name', { value: id });
+  HANDLER_IDS.set(named, id);
+  return named;
+}
+
+/** The id a handler was registered under; undefined for an unnamed one. */
+export function handlerId(handler: AnyHandler): string | undefined {
+  return HANDLER_IDS.get(handler);
+}

@@ -34,6 +34,11 @@ export interface QueuedDelivery {
   readonly tenant?: string;
   /** Which secret verified the delivery (index, label), told to the worker's handlers. */
   readonly secret?: SecretMatch;
+  /**
+   * The job of one named handler (`on(type, { id }, handler)`): the worker runs only the handler
+   * registered under this id, with its own attempts and dead letter. Absent on an event's job.
+   */
+  readonly handler?: string;
 }
 
 /**
