@@ -1,16 +1,32 @@
-import { assertKnownOptions, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, describeType, type WebhooksLike } from '@pixhook/core';
 import type { Context } from 'aws-lambda';
 import { toResult } from './answer.js';
 import { readEvent } from './read-event.js';
 import type { LambdaHandler, LambdaHttpEvent, LambdaHttpResult, LambdaRequest } from './types.js';
 
 /**
- * Options of `createLambdaHandler`; none yet, kept so options can be added without a breaking change.
+ * Options of `createLambdaHandler`.
  *
  * @example
- * export const handler = createLambdaHandler(webhooks, {})
+ * export const handler = createLambdaHandler(webhooks, { tenant: ({ event }) => event.headers['x-tenant'] })
  */
-export type LambdaHandlerOptions = Record<string, never>;
+export interface LambdaHandlerOptions {
+  /**
+   * Whose delivery this is, when `secret` is a function of the tenant (a secret per tenant): called
+   * with `{ event, context }` (what handlers get as `context.request`); its answer is passed to
+   * `webhooks.handle()` as `tenant`. Function URLs and load balancers have no path parameters:
+   * read the tenant from `event.rawPath` / `event.path` (or a header). Synchronous; a function
+   * that throws or answers anything but a string gives no tenant, which core refuses as 400
+   * `SIGNATURE_MISMATCH`. Ignored when `secret` is not a function. Declared as a method so that a
+   * narrower `LambdaRequest<…>` fits.
+   * @default ({ event }) => event.pathParameters?.tenant (API Gateway's `{tenant}` path parameter, as in `POST /webhooks/{tenant}`)
+   */
+  tenant?(request: LambdaRequest): string | undefined;
+}
+
+/** The default `tenant` option: API Gateway's `{tenant}` path parameter (REST and HTTP APIs). */
+const tenantParameter = ({ event }: LambdaRequest): string | undefined =>
+  (event as { pathParameters?: { tenant?: string } | null }).pathParameters?.tenant;
 
 /**
  * An AWS Lambda handler for API Gateway REST APIs (Lambda proxy integration), HTTP APIs (payload
@@ -21,7 +37,7 @@ export type LambdaHandlerOptions = Record<string, never>;
  * source (SQS, a direct invoke) fails the invocation with a TypeError rather than being answered.
  *
  * @param webhooks - a `Webhooks` from `@pixhook/core`: `Webhooks<M>` or `Webhooks<M, LambdaRequest>`
- * @param options - reserved; @default {}
+ * @param options - `tenant`; @default {}
  * @example
  * // handler.mjs
  * const webhooks = new Webhooks({ secret: process.env.SIGNING_SECRET })
@@ -40,11 +56,37 @@ export function createLambdaHandler(
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('pixhook: @pixhook/lambda: createLambdaHandler(webhooks, options) takes an options object.');
   }
-  assertKnownOptions(options, [], 'pixhook: @pixhook/lambda: createLambdaHandler(webhooks, options)');
+  assertKnownOptions(options, ['tenant'], 'pixhook: @pixhook/lambda: createLambdaHandler(webhooks, options)');
+  if (options.tenant !== undefined && typeof options.tenant !== 'function') {
+    throw new TypeError(
+      `pixhook: @pixhook/lambda: createLambdaHandler(webhooks, { tenant }) takes a function ({ event, context }) => string | undefined, got ${describeType(options.tenant)}.`,
+    );
+  }
+  const readTenant: (request: LambdaRequest) => unknown = options.tenant ?? tenantParameter;
   async function pixhook(event: LambdaHttpEvent, context: Context): Promise<LambdaHttpResult> {
     const { shape, method, headers, body } = readEvent(event);
-    const response = await webhooks.handle({ method, headers, body, request: { event, context } });
+    const request = { event, context };
+    const tenant = tenantOf(readTenant, request);
+    const response = await webhooks.handle({ method, headers, body, request, tenant });
     return toResult(shape, response);
   }
   return pixhook as LambdaHandler;
+}
+
+/**
+ * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
+ * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
+ * nothing either, and its rejection is not left unhandled.
+ */
+function tenantOf(read: (request: LambdaRequest) => unknown, request: LambdaRequest): string | undefined {
+  try {
+    const tenant = read(request);
+    if (typeof tenant === 'string') return tenant;
+    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
+      Promise.resolve(tenant).catch(() => {});
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -304,14 +304,103 @@ describe('createLambdaHandler(webhooks, options)', () => {
     }
   });
 
-  it('takes an options object with no options yet, and names a wrong one', () => {
+  it('takes an options object, names a wrong option, and refuses a tenant that is not a function', () => {
     const webhooks = new Webhooks({ secret: SECRET });
     expect(() => createLambdaHandler(webhooks, 'fast' as never)).toThrow(/takes an options object/);
     expect(() => createLambdaHandler(webhooks, null as never)).toThrow(/takes an options object/);
     expect(() => createLambdaHandler(webhooks, { path: '/webhooks' } as never)).toThrow(
-      'pixhook: @pixhook/lambda: createLambdaHandler(webhooks, options) has no option "path". It takes none yet.',
+      'pixhook: @pixhook/lambda: createLambdaHandler(webhooks, options) has no option "path". Options: tenant.',
     );
+    expect(() => createLambdaHandler(webhooks, { tenat: () => 'a' } as never)).toThrow(/Did you mean "tenant"\?/);
+    for (const tenant of ['acme', null, {}]) {
+      expect(() => createLambdaHandler(webhooks, { tenant } as never)).toThrow(
+        /^pixhook: @pixhook\/lambda: createLambdaHandler\(webhooks, \{ tenant \}\) takes a function/,
+      );
+    }
     expect(createLambdaHandler(webhooks, {})).toBeTypeOf('function');
+  });
+
+  describe('the tenant, with secrets looked up per tenant', () => {
+    const SECRETS: Record<string, string> = { acme: 'whsec_lambda_acme_1f2e', globex: 'whsec_lambda_globex_9c8b' };
+    function tenantSetup(options: Parameters<typeof createLambdaHandler>[1] = {}) {
+      const webhooks = new Webhooks<Record<string, object>, LambdaRequest>({ secret: (tenant) => SECRETS[tenant] });
+      const tenants: (string | undefined)[] = [];
+      const errors: { code: string; cause: unknown }[] = [];
+      webhooks.onAny((_event, context) => void tenants.push(context.tenant));
+      webhooks.onError((error) => void errors.push({ code: error.code, cause: error.cause }));
+      return { handler: createLambdaHandler(webhooks, options), tenants, errors };
+    }
+    const to = (tenant: string) => ({
+      ...delivery(undefined, { secret: SECRETS[tenant] as string }),
+      path: `/webhooks/${tenant}`,
+    });
+
+    it.each(['rest-v1', 'http-api-v2'] as const)(
+      '%s: by default the {tenant} path parameter of the route',
+      async (routed) => {
+        const { handler, tenants } = tenantSetup();
+        const event = eventFor(routed, { ...to('acme'), route: '/webhooks/{tenant}' });
+        expect((event as APIGatewayProxyEvent).pathParameters).toEqual({ tenant: 'acme' });
+        expect((await invoke(handler, routed, event)).status).toBe(200);
+        // globex's path with acme's signature is refused.
+        const crossed = eventFor(routed, { ...to('acme'), path: '/webhooks/globex', route: '/webhooks/{tenant}' });
+        expect(errorCode((await invoke(handler, routed, crossed)).json)).toBe('SIGNATURE_MISMATCH');
+        expect(tenants).toEqual(['acme']);
+      },
+    );
+
+    it.each(SHAPES)('%s: the tenant option replaces the default, and gets { event, context }', async (shape) => {
+      const seen: LambdaRequest[] = [];
+      const { handler, tenants } = tenantSetup({
+        tenant: (request) => {
+          seen.push(request);
+          const { event } = request;
+          return ('rawPath' in event ? event.rawPath : event.path).split('/').at(-1);
+        },
+      });
+      expect((await send(handler, shape, to('globex'))).status).toBe(200);
+      expect(tenants).toEqual(['globex']);
+      expect(Object.keys(seen[0] ?? {}).sort()).toEqual(['context', 'event']);
+    });
+
+    it.each(SHAPES)(
+      '%s: a tenant option that throws, or answers no string, gives no tenant: 400 SIGNATURE_MISMATCH, no crash',
+      async (shape) => {
+        const unhandled: unknown[] = [];
+        const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+        process.on('unhandledRejection', onUnhandled);
+        try {
+          const answers = [
+            () => {
+              throw new Error('tenant parser bug');
+            },
+            () => 42,
+            async () => 'acme',
+            async () => {
+              throw new Error('async tenant parser bug');
+            },
+          ];
+          for (const tenant of answers) {
+            const { handler, tenants, errors } = tenantSetup({ tenant: tenant as never });
+            const res = await send(handler, shape, to('acme'));
+            expect({ status: res.status, code: errorCode(res.json) }).toEqual({
+              status: 400,
+              code: 'SIGNATURE_MISMATCH',
+            });
+            expect(res.text).not.toContain('tenant parser bug');
+            expect(tenants).toEqual([]);
+            expect(String((errors[0]?.cause as Error | undefined)?.message)).toMatch(
+              /no tenant came with this request/,
+            );
+          }
+          // Node reports an unhandled rejection once the microtasks have run, before the next turn.
+          await new Promise((resolve) => setImmediate(resolve));
+          expect(unhandled).toEqual([]);
+        } finally {
+          process.off('unhandledRejection', onUnhandled);
+        }
+      },
+    );
   });
 
   it('one handler answers every source in its own shape', async () => {

@@ -22,6 +22,30 @@ export interface EventInput {
   body?: string | Uint8Array;
   /** Deliver the body base64-encoded (`isBase64Encoded`); by default only bytes that are not UTF-8 are. */
   base64?: boolean;
+  /**
+   * The API Gateway route that matched, with `{name}` parameters (`/webhooks/{tenant}`): REST and
+   * HTTP APIs then carry `pathParameters` read from `path`, as API Gateway sets them. Function URLs
+   * and load balancers have no routes and ignore it. By default the path itself, with no parameters.
+   */
+  route?: string;
+}
+
+/** The `{name}` parameters of `route` in `path`, as API Gateway decodes them; null when it has none or does not match. */
+export function pathParametersOf(route: string | undefined, path: string): Record<string, string> | null {
+  if (route === undefined) return null;
+  const names: string[] = [];
+  const pattern = route
+    .split('/')
+    .map((segment) => {
+      const name = /^\{([A-Za-z0-9_]+)\}$/.exec(segment)?.[1];
+      if (name === undefined) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      names.push(name);
+      return '([^/]+)';
+    })
+    .join('/');
+  const match = new RegExp(`^${pattern}$`).exec(path);
+  if (names.length === 0 || match === null) return null;
+  return Object.fromEntries(names.map((name, i) => [name, decodeURIComponent(match[i + 1] as string)]));
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -60,7 +84,9 @@ export function restEvent(input: EventInput = {}): APIGatewayProxyEvent {
   const { body, isBase64Encoded } = encodeBody(input);
   event.httpMethod = method;
   event.requestContext.httpMethod = method;
-  event.path = event.resource = event.requestContext.path = event.requestContext.resourcePath = path;
+  event.path = event.requestContext.path = path;
+  event.resource = event.requestContext.resourcePath = input.route ?? path;
+  event.pathParameters = pathParametersOf(input.route, path);
   event.headers = Object.fromEntries([...headers].map(([name, values]) => [name, values.at(-1) as string]));
   event.multiValueHeaders = Object.fromEntries(headers);
   event.queryStringParameters = event.multiValueQueryStringParameters = null;
@@ -69,8 +95,11 @@ export function restEvent(input: EventInput = {}): APIGatewayProxyEvent {
   return event;
 }
 
-/** HTTP API payload 2.0 and Function URLs: lower-case names, repeated headers joined with commas, no body when none. */
-function v2Event<E extends APIGatewayProxyEventV2>(fixture: E, input: EventInput): E {
+/**
+ * HTTP API payload 2.0 and Function URLs: lower-case names, repeated headers joined with commas, no
+ * body when none. An HTTP API's route (`routed`) gives `routeKey` and `pathParameters`.
+ */
+function v2Event<E extends APIGatewayProxyEventV2>(fixture: E, input: EventInput, routed = false): E {
   const event = structuredClone(fixture);
   const method = input.method ?? 'POST';
   const path = input.path ?? '/webhooks';
@@ -81,6 +110,9 @@ function v2Event<E extends APIGatewayProxyEventV2>(fixture: E, input: EventInput
   delete event.queryStringParameters;
   delete event.pathParameters;
   delete event.cookies;
+  const parameters = routed ? pathParametersOf(input.route, path) : null;
+  if (routed && input.route !== undefined) event.routeKey = event.requestContext.routeKey = `${method} ${input.route}`;
+  if (parameters !== null) event.pathParameters = parameters;
   event.headers = Object.fromEntries(
     [...grouped(input.headers, true)].map(([name, values]) => [name, values.join(',')]),
   );
@@ -90,7 +122,7 @@ function v2Event<E extends APIGatewayProxyEventV2>(fixture: E, input: EventInput
   return event;
 }
 
-export const httpApiEvent = (input: EventInput = {}): APIGatewayProxyEventV2 => v2Event(httpApiV2Event, input);
+export const httpApiEvent = (input: EventInput = {}): APIGatewayProxyEventV2 => v2Event(httpApiV2Event, input, true);
 export const urlEvent = (input: EventInput = {}): LambdaFunctionURLEvent => v2Event(functionUrlEvent, input);
 
 /**
