@@ -33,12 +33,21 @@ function segment(part: PropertyKey | StandardSchemaV1.PathSegment): string {
   return typeof key === 'symbol' ? key.toString() : String(key);
 }
 
-/** `data.object.size: Expected number…` for the first issues, each quoted as JSON (the text is untrusted). */
+// JSON.stringify escapes U+0000–U+001F but leaves DEL, the C1 controls and the bidi and line
+// separators as themselves: these are escaped too, so no terminal or bidi control reaches a log.
+const UNESCAPED_BY_JSON = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` as a JSON string with every control and bidi character escaped (`"a\u202eb"`). */
+function quote(text: string): string {
+  return JSON.stringify(text).replace(UNESCAPED_BY_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** `data.object.size: Expected number…` for the first issues, each quoted and escaped (the text is untrusted). */
 function describeIssues(issues: readonly StandardSchemaV1.Issue[]): string {
   const shown = issues.slice(0, DESCRIBED_ISSUES).map((issue) => {
     const path = ['data.object', ...(issue.path ?? []).map(segment)].join('.');
     const message = String(issue.message ?? '');
-    return `${JSON.stringify(path.slice(0, ISSUE_CHARACTERS))}: ${JSON.stringify(message.slice(0, ISSUE_CHARACTERS))}`;
+    return `${quote(path.slice(0, ISSUE_CHARACTERS))}: ${quote(message.slice(0, ISSUE_CHARACTERS))}`;
   });
   const more = issues.length > DESCRIBED_ISSUES ? ` (and ${issues.length - DESCRIBED_ISSUES} more)` : '';
   return `${shown.join('; ')}${more}`;
