@@ -1,10 +1,12 @@
 /**
  * Queued mode with an archive on a real Postgres (pg-boss + PostgresArchive), on every adapter: the
  * delivery is archived exactly as sent before the 202, the worker's run joins its timeline, and a
- * replay is a new job the worker runs as one.
+ * replay is a new job the worker runs as one. An event a handler's schema refuses is archived as a
+ * dead letter after one attempt, under its tenant-scoped key.
  */
 
-import { Webhooks } from '@pixhook/core';
+import { type AnyEvent, eventKey, type StandardSchemaV1, Webhooks } from '@pixhook/core';
+import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { PgBossQueue } from '@pixhook/pg-boss';
 import { migrateArchive, PostgresArchive } from '@pixhook/postgres';
 import { ADAPTERS } from '@pixhook/test-helpers/adapters';
@@ -26,6 +28,21 @@ function testQueueOptions() {
     backoff: { type: 'fixed' as const, delayMs: 0 },
   };
 }
+
+/**
+ * A Standard Schema v1 validator written by hand (this package's tests do not depend on zod):
+ * `data.object.bytes` must be a number.
+ */
+const bytesSchema: StandardSchemaV1<unknown, { bytes: number }> = {
+  '~standard': {
+    version: 1,
+    vendor: 'test',
+    validate: (value) =>
+      typeof (value as { bytes?: unknown } | null)?.bytes === 'number'
+        ? { value: value as { bytes: number } }
+        : { issues: [{ message: 'Expected a number', path: ['bytes'] }] },
+  },
+};
 
 describeWithPostgres('queued mode on pg-boss with a PostgresArchive', () => {
   let server: PostgresServer;
@@ -78,4 +95,33 @@ describeWithPostgres('queued mode on pg-boss with a PostgresArchive', () => {
       expect(replays).toEqual([undefined, true]);
     },
   );
+
+  it('an event a handler schema refuses: the other handler runs once, a dead letter after one of 5 attempts, archived as dead-letter under its tenant key', async () => {
+    const tenantSecret = 'whsec_archive_tenant_7e8f';
+    const queue = new PgBossQueue(boss, { ...testQueueOptions(), attempts: 5 });
+    const webhooks = new Webhooks({
+      secret: (tenant) => (tenant === 'acme' ? tenantSecret : undefined),
+      queue,
+      archive,
+    });
+    const others: (number | undefined)[] = [];
+    webhooks.on('image.created', { schema: bytesSchema }, () => {});
+    webhooks.on('image.created', (_event, context) => void others.push(context.job?.attempt));
+    webhooks.onError(() => {});
+    toClose.push(queue.startWorker(webhooks, QUICK));
+    const event = createTestEvent('image.created', { id: 'img_1', bytes: 'large' }) as AnyEvent;
+    const { headers, body } = createSignedRequest(event, { secret: tenantSecret });
+    expect((await webhooks.handle({ method: 'POST', headers, body, tenant: 'acme' })).status).toBe(202);
+    const key = eventKey(event.id, 'acme');
+    const dead = await archived(archive, key, 2);
+    expect(dead.outcome).toBe('dead-letter');
+    expect(dead.timeline.find((entry) => entry.kind === 'job')).toMatchObject({
+      result: 'dead-letter',
+      attempt: 1,
+      maxAttempts: 5,
+    });
+    expect(others).toEqual([1]);
+    expect(await queue.listDeadLetters()).toMatchObject([{ attemptsMade: 1, delivery: { tenant: 'acme' } }]);
+    await queue.discardAllDeadLetters();
+  });
 });
