@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { assertKnownOptions, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, describeType, type WebhooksLike } from '@pixhook/core';
 import { failAnswer, nodeBodyReader, pathMatcher, rawCopyOf, sendAnswer } from '@pixhook/core/node';
 
 export type { WebhooksLike };
@@ -13,10 +13,28 @@ export interface ExpressMiddlewareOptions {
    * @default undefined (every request that reaches the middleware)
    */
   path?: string;
+  /**
+   * Whose delivery this is, when `secret` is a function of the tenant (a secret per tenant): called
+   * with the Express `req`; its answer is passed to `webhooks.handle()` as `tenant`. Synchronous; a
+   * function that throws or answers anything but a string gives no tenant, which core refuses as
+   * 400 `SIGNATURE_MISMATCH`. Ignored when `secret` is not a function.
+   * Declared as a method so that `(req: express.Request) => …` fits.
+   * @default (req) => req.params?.tenant (a `:tenant` route parameter: `app.post('/webhooks/:tenant', …)`)
+   */
+  tenant?(req: ExpressRequestLike): string | undefined;
 }
 
 /** The parts of an Express `req` the middleware reads (Express 4 and 5); `express.Request` is one. */
-export type ExpressRequestLike = IncomingMessage & { rawBody?: unknown; body?: unknown; path?: string };
+export type ExpressRequestLike = IncomingMessage & {
+  rawBody?: unknown;
+  body?: unknown;
+  path?: string;
+  params?: unknown;
+};
+
+/** The default `tenant` option: the `:tenant` route parameter. */
+const tenantParameter = (req: ExpressRequestLike): string | undefined =>
+  (req.params as { tenant?: string } | undefined)?.tenant;
 
 const HINT =
   'Mount webhookMiddleware before express.json() / bodyParser for the webhook path, use express.raw({ type: () => true }) there, or keep the raw bytes with express.json({ verify: (req, res, buf) => { req.rawBody = buf } }).';
@@ -39,8 +57,18 @@ export function webhookMiddleware(
       'pixhook: @pixhook/express: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.',
     );
   }
-  assertKnownOptions(options ?? {}, ['path'], 'pixhook: @pixhook/express: webhookMiddleware(webhooks, options)');
+  assertKnownOptions(
+    options ?? {},
+    ['path', 'tenant'],
+    'pixhook: @pixhook/express: webhookMiddleware(webhooks, options)',
+  );
   const matches = pathMatcher(options?.path, '@pixhook/express');
+  if (options?.tenant !== undefined && typeof options.tenant !== 'function') {
+    throw new TypeError(
+      `pixhook: @pixhook/express: webhookMiddleware(webhooks, { tenant }) takes a function (req) => string | undefined, got ${describeType(options.tenant)}.`,
+    );
+  }
+  const readTenant: (req: ExpressRequestLike) => unknown = options?.tenant ?? tenantParameter;
   return function pixhook(req, res, next) {
     if (!matches(req.path ?? req.url ?? '/')) {
       next();
@@ -54,10 +82,29 @@ export function webhookMiddleware(
         headers: req.headers,
         body: nodeBodyReader(req, rawCopyOf(req.body, req.rawBody), HINT),
         request: req,
+        tenant: tenantOf(readTenant, req),
       })
       .then(
         (result) => sendAnswer(res, result, next),
         (error: unknown) => failAnswer(res, error, next),
       );
   };
+}
+
+/**
+ * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
+ * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
+ * nothing either, and its rejection is not left unhandled.
+ */
+function tenantOf(read: (req: ExpressRequestLike) => unknown, req: ExpressRequestLike): string | undefined {
+  try {
+    const tenant = read(req);
+    if (typeof tenant === 'string') return tenant;
+    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
+      Promise.resolve(tenant).catch(() => {});
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  }
 }

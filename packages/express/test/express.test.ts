@@ -253,4 +253,86 @@ describe.each(VERSIONS)('$name', ({ express }) => {
       /@pixhook\/express: .*no option "paht"\. Did you mean "path"\?/,
     );
   });
+
+  describe('the tenant, with secrets looked up per tenant', () => {
+    const SECRETS: Record<string, string> = { acme: 'whsec_express_acme_4b1d', globex: 'whsec_express_globex_7e0a' };
+    function tenantWebhooks() {
+      const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant] });
+      const tenants: (string | undefined)[] = [];
+      const causes: string[] = [];
+      webhooks.onAny((_event, context) => void tenants.push(context.tenant));
+      webhooks.onError((error) => void causes.push(`${error.code}: ${(error.cause as Error | undefined)?.message}`));
+      return { webhooks, tenants, causes };
+    }
+    const to = (path: string, tenant: string) => ({ ...delivery(undefined, { secret: SECRETS[tenant] }), path });
+
+    it("by default the route's :tenant parameter", async () => {
+      const { webhooks, tenants } = tenantWebhooks();
+      const app = express();
+      app.post('/webhooks/:tenant', webhookMiddleware(webhooks));
+      const client = await serve(app);
+      expect((await client.send(to('/webhooks/acme', 'acme'))).status).toBe(200);
+      expect(errorCode((await client.send(to('/webhooks/globex', 'acme'))).json)).toBe('SIGNATURE_MISMATCH');
+      expect(tenants).toEqual(['acme']);
+    });
+
+    it('the tenant option replaces the default: a header here', async () => {
+      const { webhooks, tenants } = tenantWebhooks();
+      const app = express();
+      app.post('/webhooks', webhookMiddleware(webhooks, { tenant: (req: Request) => req.get('x-tenant') }));
+      const client = await serve(app);
+      const request = to('/webhooks', 'globex');
+      const res = await client.send({ ...request, headers: { ...request.headers, 'x-tenant': 'globex' } });
+      expect(res.status).toBe(200);
+      expect(tenants).toEqual(['globex']);
+    });
+
+    it('a tenant option that throws, or answers no string, gives no tenant: 400 SIGNATURE_MISMATCH, the app goes on', async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const answers = [
+          () => {
+            throw new Error('tenant parser bug');
+          },
+          () => ['acme'],
+          async () => {
+            throw new Error('async tenant parser bug');
+          },
+        ];
+        for (const tenant of answers) {
+          const { webhooks, tenants, causes } = tenantWebhooks();
+          const app = express();
+          app.post('/webhooks/:tenant', webhookMiddleware(webhooks, { tenant: tenant as never }));
+          const client = await serve(app);
+          const res = await client.send(to('/webhooks/acme', 'acme'));
+          expect({ status: res.status, code: errorCode(res.json) }).toEqual({
+            status: 400,
+            code: 'SIGNATURE_MISMATCH',
+          });
+          expect(res.text).not.toContain('tenant parser bug');
+          expect(tenants).toEqual([]);
+          expect(causes).toEqual([
+            expect.stringMatching(/^SIGNATURE_MISMATCH: pixhook: no tenant came with this request/),
+          ]);
+        }
+        // Node reports an unhandled rejection once the microtasks have run, before the next turn.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(unhandled).toEqual([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    });
+
+    it('a tenant option that is not a function throws at once', () => {
+      const webhooks = new Webhooks({ secret: SECRET });
+      for (const tenant of ['acme', null, { param: 'tenant' }]) {
+        expect(() => webhookMiddleware(webhooks, { tenant } as never)).toThrow(
+          /^pixhook: @pixhook\/express: webhookMiddleware\(webhooks, \{ tenant \}\) takes a function/,
+        );
+      }
+      expect(() => webhookMiddleware(webhooks, { tennant: () => 'a' } as never)).toThrow(/Did you mean "tenant"\?/);
+    });
+  });
 });
