@@ -5,17 +5,25 @@
 import {
   type AnyEvent,
   type DefaultEventDataMap,
+  type ErrorContext,
   type EventDataMap,
   type EventHandler,
   type EventType,
+  type HandlerContext,
   type KnownEvent,
+  type SecretLookup,
+  type SecretMatch,
+  type StandardSchemaV1,
   type UnknownEvent,
   type WebhookEvent,
   type WebhookResponse,
   Webhooks,
 } from '@pixhook/core';
 import { createSignedRequest, createTestEvent, type SignedRequest } from '@pixhook/core/testing';
+import { type } from 'arktype';
+import * as v from 'valibot';
 import { describe, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
 
 type Obj = Record<string, unknown>;
 
@@ -224,6 +232,111 @@ describe('options', () => {
     new Webhooks({ secret: 's', tolerance: true });
     // @ts-expect-error a store needs claim, complete and release
     new Webhooks({ secret: 's', store: { claim: async () => 'claimed' as const } });
+  });
+});
+
+describe('on(type, { schema }, handler)', () => {
+  const Image = { id: 'string', bytes: 'number' } as const;
+
+  it("types data.object as the schema's output: zod, valibot, arktype", () => {
+    webhooks.on(
+      'image.created',
+      { schema: z.object({ id: z.string(), bytes: z.number().transform(String), tag: z.string().default('x') }) },
+      (event, context) => {
+        expectTypeOf(event.type).toEqualTypeOf<'image.created'>();
+        expectTypeOf(event.data.object).toEqualTypeOf<{ id: string; bytes: string; tag: string }>();
+        expectTypeOf(event.id).toEqualTypeOf<string>();
+        expectTypeOf(context.deliveryId).toEqualTypeOf<string>();
+      },
+    );
+    webhooks.on('image.created', { schema: v.object({ id: v.string(), bytes: v.number() }) }, (event) => {
+      expectTypeOf(event.data.object).toEqualTypeOf<{ id: string; bytes: number }>();
+    });
+    webhooks.on('image.created', { schema: type(Image) }, (event) => {
+      expectTypeOf(event.data.object).toEqualTypeOf<{ id: string; bytes: number }>();
+    });
+    // The schema wins over a custom data map.
+    typed.on('image.created', { schema: z.object({ size: z.number() }) }, (event) => {
+      expectTypeOf(event.data.object).toEqualTypeOf<{ size: number }>();
+    });
+  });
+
+  it('keeps event.type narrowed for a list of types', () => {
+    webhooks.on(['quota.warned', 'quota.exceeded'], { schema: z.object({ plan: z.string() }) }, (event) => {
+      expectTypeOf(event.type).toEqualTypeOf<'quota.warned' | 'quota.exceeded'>();
+      expectTypeOf(event.data.object).toEqualTypeOf<{ plan: string }>();
+      if (event.type === 'quota.warned') expectTypeOf(event.type).toEqualTypeOf<'quota.warned'>();
+    });
+  });
+
+  it('refuses a property the schema does not have, and a schema that is not one', () => {
+    webhooks.on('image.created', { schema: z.object({ id: z.string() }) }, (event) => {
+      // @ts-expect-error the schema has no bytes
+      event.data.object.bytes;
+    });
+    webhooks.on('image.created', { schema: v.object({ id: v.string() }) }, (event) => {
+      // @ts-expect-error id is a string
+      const id: number = event.data.object.id;
+      return id;
+    });
+    // @ts-expect-error a schema is a Standard Schema validator
+    webhooks.on('image.created', { schema: 5 }, () => {});
+    // @ts-expect-error the handler is required
+    webhooks.on('image.created', { schema: z.object({}) });
+    // @ts-expect-error unknown types are refused with a schema too
+    webhooks.on('bogus.type', { schema: z.object({}) }, () => {});
+  });
+
+  it('accepts any Standard Schema, and exports its type', () => {
+    const handWritten: StandardSchemaV1<unknown, { n: number }> = {
+      '~standard': { version: 1, vendor: 'app', validate: () => ({ value: { n: 1 } }) },
+    };
+    webhooks.on('quota.warned', { schema: handWritten }, (event) => {
+      expectTypeOf(event.data.object).toEqualTypeOf<{ n: number }>();
+    });
+  });
+});
+
+describe('a secret per tenant', () => {
+  it('the secret option takes a lookup (sync or async), entries and mixed arrays, not a number', () => {
+    new Webhooks({ secret: (tenant) => process.env[`SECRET_${tenant}`] });
+    new Webhooks({ secret: async (tenant: string) => (tenant === 'acme' ? ['whsec_a', { secret: 'whsec_b' }] : null) });
+    new Webhooks({ secret: () => undefined, secretCache: { max: 10, ttlMs: 1000 } });
+    new Webhooks({ secret: () => [], secretCache: false });
+    new Webhooks({ secret: { secret: 'whsec_a', label: 'new', notAfter: new Date() } });
+    new Webhooks({ secret: ['whsec_a', { secret: process.env.OLD, notAfter: '2026-12-01T00:00:00Z' }] });
+    new Webhooks({ secret: [{ secret: 'whsec_a', notAfter: 1_800_000_000_000 }] });
+    const lookup: SecretLookup = (tenant) => Promise.resolve({ secret: tenant, label: 'x' });
+    new Webhooks({ secret: lookup });
+    // @ts-expect-error a number is not a secret
+    new Webhooks({ secret: 5 });
+    // @ts-expect-error nor a lookup answering one
+    new Webhooks({ secret: () => 5 });
+    // @ts-expect-error an entry has no other field
+    new Webhooks({ secret: { secret: 'whsec_a', colour: 'blue' } });
+    // @ts-expect-error notAfter is a Date, a number or a string
+    new Webhooks({ secret: { secret: 'whsec_a', notAfter: true } });
+    // @ts-expect-error secretCache is options or false
+    new Webhooks({ secret: () => 'whsec_a', secretCache: true });
+  });
+
+  it('handlers and onError see the tenant and the secret', () => {
+    webhooks.on('image.created', (_event, context) => {
+      expectTypeOf(context.tenant).toEqualTypeOf<string | undefined>();
+      expectTypeOf(context.secret).toEqualTypeOf<SecretMatch | undefined>();
+    });
+    webhooks.onError((_error, context) => {
+      expectTypeOf(context.tenant).toEqualTypeOf<string | undefined>();
+      expectTypeOf(context.secret).toEqualTypeOf<SecretMatch | undefined>();
+    });
+    expectTypeOf<HandlerContext['tenant']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<ErrorContext['secret']>().toEqualTypeOf<SecretMatch | undefined>();
+    expectTypeOf<SecretMatch>().toEqualTypeOf<{ readonly index: number; readonly label?: string }>();
+    expectTypeOf(webhooks.handle({ headers: {}, body: '', tenant: 'acme' })).toEqualTypeOf<Promise<WebhookResponse>>();
+    expectTypeOf(webhooks.verifyAsync('', {}, { tenant: 'acme' })).toEqualTypeOf<Promise<AnyEvent>>();
+    expectTypeOf(webhooks.forgetSecrets).toEqualTypeOf<(tenant?: string) => void>();
+    // @ts-expect-error a tenant is a string
+    webhooks.handle({ headers: {}, body: '', tenant: 5 });
   });
 });
 
