@@ -190,6 +190,19 @@ describe('schemas: validators', () => {
     expect(heard[0]?.error.message).toContain('handler without a name');
   });
 
+  it('passes the event itself when the validator answers the object it was given', async () => {
+    const same: StandardSchemaV1 = {
+      '~standard': { version: 1, vendor: 'test', validate: (value) => ({ value }) },
+    };
+    const webhooks = new Webhooks({ secret: SECRET });
+    const events: unknown[] = [];
+    webhooks.on('image.created', (event) => void events.push(event));
+    webhooks.on('image.created', { schema: same }, (event) => void events.push(event));
+    expect((await post(webhooks, createTestEvent('image.created'))).status).toBe(200);
+    expect(events).toHaveLength(2);
+    expect(events[1]).toBe(events[0]);
+  });
+
   it('a sync schema failing after an async handler', async () => {
     const webhooks = new Webhooks({ secret: SECRET });
     const heard = listen(webhooks);

@@ -174,6 +174,7 @@ describe('secret entries: options', () => {
       [{ label: 'no secret' }, /^pixhook: secret\.secret is missing/],
       [[NEW, { secret: 42 }], /^pixhook: secret\[1\]\.secret must be a string, got a number/],
       [[NEW, null], /^pixhook: secret\[1\] is missing/],
+      [{ secret: [NEW] }, /^pixhook: secret\.secret must be a string, got an array\.$/],
       [[], /^pixhook: secret is an empty array/],
     ];
     for (const [secret, message] of cases) {

@@ -511,6 +511,11 @@ describe('keys scoped by tenant', () => {
       'replay:processed',
     ]);
     expect((await webhooks.replay('acme/evt_never')).outcome).toBe('not-found');
+    // Keys that are not <tenant>/<event id>: no tenant, or one that is not URI-encoded.
+    for (const odd of [event.id, '/evt_replayed_1', '%E0%A4%A/evt_replayed_1']) {
+      expect(await webhooks.replay(odd)).toEqual({ eventId: odd, outcome: 'not-found' });
+    }
+    expect(runs).toHaveLength(3);
   });
 
   it('refuses to replay an archived body that holds another event than its key says', async () => {
