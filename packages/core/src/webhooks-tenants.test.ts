@@ -7,6 +7,7 @@
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  type BegunEvent,
   deliveryKey,
   type ErrorContext,
   eventKey,
@@ -167,6 +168,8 @@ for (const crypto of ['node:crypto', 'Web Crypto'] as const) {
         await post(webhooks, 'empty', { secret: SECRETS.acme }),
         await post(webhooks, undefined, { secret: SECRETS.acme }),
         await post(webhooks, '', { secret: SECRETS.acme }),
+        // A repeated header, as an adapter's tenant option might pass it: not a tenant.
+        await post(webhooks, ['acme', 'acme'] as never, { secret: SECRETS.acme }),
         await post(webhooks, long, { secret: SECRETS.acme }),
       ];
       for (const answer of refusals) expect(answer).toEqual(wrong);
@@ -182,12 +185,14 @@ for (const crypto of ['node:crypto', 'Web Crypto'] as const) {
       expect(causes.slice(1, 4)).toEqual(Array(3).fill('pixhook: the secret lookup found no secret for this tenant.'));
       expect(causes[4]).toMatch(/^pixhook: no tenant came with this request/);
       expect(causes[5]).toMatch(/^pixhook: no tenant came with this request/);
-      expect(causes[6]).toBe(`pixhook: the tenant is longer than ${MAX_TENANT_CHARACTERS} characters.`);
+      expect(causes[6]).toMatch(/^pixhook: no tenant came with this request/);
+      expect(causes[7]).toBe(`pixhook: the tenant is longer than ${MAX_TENANT_CHARACTERS} characters.`);
       expect(heard.map(({ context }) => context.tenant)).toEqual([
         'acme',
         'nobody',
         'gone',
         'empty',
+        undefined,
         undefined,
         undefined,
         long,
@@ -552,6 +557,42 @@ describe('keys scoped by tenant', () => {
     expect(ran).toBe(1);
     expect((await webhooks.replay('acme/evt_moved')).outcome).toBe('processed');
     expect(ran).toBe(2);
+  });
+
+  it('queued: a replay of <tenant>/<event id> is a new job of that tenant', async () => {
+    const written: QueuedDelivery[] = [];
+    const queue: WebhookQueue = { enqueue: async (delivery) => void written.push(structuredClone(delivery)) };
+    const archive = new MemoryArchive();
+    const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant], queue, archive });
+    const event = createTestEvent('image.created', undefined, { id: 'evt_q_replay' });
+    expect((await post(webhooks, 'acme', { event })).status).toBe(202);
+    expect(await webhooks.replay('acme/evt_q_replay')).toEqual({ eventId: 'acme/evt_q_replay', outcome: 'queued' });
+    expect(written).toHaveLength(2);
+    expect(written[1]).toMatchObject({ tenant: 'acme', secret: { index: 0 }, replay: expect.any(String) });
+    expect(deliveryKey(written[1] as QueuedDelivery)).toBe('acme/evt_q_replay');
+    expect((await archive.get('acme/evt_q_replay'))?.timeline.map((entry) => `${entry.kind}:${entry.result}`)).toEqual([
+      'delivery:queued',
+      'replay:queued',
+    ]);
+  });
+
+  it('opens the transaction of <tenant>/<event id>, in a request and in a queue worker', async () => {
+    const begun: string[] = [];
+    const transactions = {
+      async begin(eventId: string): Promise<BegunEvent<string>> {
+        begun.push(eventId);
+        return { state: 'claimed', transaction: eventId, commit: async () => {}, rollback: async () => {} };
+      },
+    };
+    const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant], transactions });
+    const seen: string[] = [];
+    webhooks.on('image.created', (_event, context) => void seen.push(`${context.tenant}:${context.transaction}`));
+    const event = createTestEvent('image.created', undefined, { id: 'evt_tx_1' });
+    expect((await post(webhooks, 'acme', { event })).status).toBe(200);
+    const run: QueuedRun = { engine: 'map', jobId: 'j', attempt: 1, maxAttempts: 3, queuedAt: 0 };
+    await webhooks.process({ event, deliveryId: 'dlv_1', timestamp: 1, tenant: 'globex' }, run);
+    expect(begun).toEqual(['acme/evt_tx_1', 'globex/evt_tx_1']);
+    expect(seen).toEqual(['acme:acme/evt_tx_1', 'globex:globex/evt_tx_1']);
   });
 
   it('queues jobs with the tenant and the secret, and a worker tells handlers the tenant', async () => {
