@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { assertKnownOptions, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, describeType, type WebhooksLike } from '@pixhook/core';
 import { nodeBodyReader, pathMatcher, rawCopyOf } from '@pixhook/core/node';
 
 export type { WebhooksLike };
@@ -12,6 +12,17 @@ export interface KoaMiddlewareOptions {
    * @default undefined (every request that reaches the middleware)
    */
   path?: string;
+  /**
+   * Whose delivery this is, when `secret` is a function of the tenant (a secret per tenant): called
+   * with the Koa `ctx`; its answer is passed to `webhooks.handle()` as `tenant`. Synchronous; a
+   * function that throws or answers anything but a string gives no tenant, which core refuses as
+   * 400 `SIGNATURE_MISMATCH`. Ignored when `secret` is not a function. The `path` option matches
+   * one exact path, so with it read the tenant from the path yourself (or from a header); behind
+   * @koa/router's `router.post('/webhooks/:tenant', …)` the default reads it. Declared as a method
+   * so that `(ctx: Koa.Context) => …` fits.
+   * @default (ctx) => ctx.params?.tenant (a `:tenant` route parameter, as @koa/router sets it)
+   */
+  tenant?(ctx: KoaContextLike): string | undefined;
 }
 
 /** The parts of Koa's context the middleware uses (Koa 2 and 3). */
@@ -20,11 +31,18 @@ export interface KoaContextLike {
   method: string;
   req: IncomingMessage;
   res: { readonly headersSent: boolean; readonly writableEnded: boolean };
-  request: { rawBody?: unknown; body?: unknown };
+  // `object &`: a type of optional properties only would refuse Koa's Request when a middleware calls this one.
+  request: object & { rawBody?: unknown; body?: unknown };
   status: number;
   body: unknown;
   set(field: Record<string, string>): void;
+  /** Route parameters, as @koa/router sets them. */
+  params?: unknown;
 }
+
+/** The default `tenant` option: the `:tenant` route parameter of @koa/router. */
+const tenantParameter = (ctx: KoaContextLike): string | undefined =>
+  (ctx.params as { tenant?: string } | undefined)?.tenant;
 
 const HINT =
   'Mount webhookMiddleware before the body parser (koa-bodyparser, @koa/bodyparser, koa-body), or let the parser keep ctx.request.rawBody.';
@@ -46,8 +64,14 @@ export function webhookMiddleware(
       'pixhook: @pixhook/koa: webhookMiddleware(webhooks) needs a Webhooks instance from @pixhook/core.',
     );
   }
-  assertKnownOptions(options ?? {}, ['path'], 'pixhook: @pixhook/koa: webhookMiddleware(webhooks, options)');
+  assertKnownOptions(options ?? {}, ['path', 'tenant'], 'pixhook: @pixhook/koa: webhookMiddleware(webhooks, options)');
   const matches = pathMatcher(options?.path, '@pixhook/koa');
+  if (options?.tenant !== undefined && typeof options.tenant !== 'function') {
+    throw new TypeError(
+      `pixhook: @pixhook/koa: webhookMiddleware(webhooks, { tenant }) takes a function (ctx) => string | undefined, got ${describeType(options.tenant)}.`,
+    );
+  }
+  const readTenant: (ctx: KoaContextLike) => unknown = options?.tenant ?? tenantParameter;
   return async function pixhook(ctx, next) {
     if (!matches(ctx.path)) {
       await next();
@@ -59,6 +83,7 @@ export function webhookMiddleware(
       headers: ctx.req.headers,
       body: nodeBodyReader(ctx.req, rawCopyOf(body, rawBody), HINT),
       request: ctx,
+      tenant: tenantOf(readTenant, ctx),
     });
     // A timeout middleware (or the app) may have answered while the body or a handler was slow.
     if (ctx.res.headersSent || ctx.res.writableEnded) return;
@@ -66,4 +91,22 @@ export function webhookMiddleware(
     ctx.set(result.headers);
     ctx.body = result.body;
   };
+}
+
+/**
+ * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
+ * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
+ * nothing either, and its rejection is not left unhandled.
+ */
+function tenantOf(read: (ctx: KoaContextLike) => unknown, ctx: KoaContextLike): string | undefined {
+  try {
+    const tenant = read(ctx);
+    if (typeof tenant === 'string') return tenant;
+    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
+      Promise.resolve(tenant).catch(() => {});
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -245,4 +245,92 @@ describe.each(VERSIONS)('$name', ({ Koa }) => {
       /@pixhook\/koa: .*no option "Path"\. Did you mean "path"\?/,
     );
   });
+
+  describe('the tenant, with secrets looked up per tenant', () => {
+    const SECRETS: Record<string, string> = { acme: 'whsec_koa_acme_2c7e', globex: 'whsec_koa_globex_6a1f' };
+    function tenantWebhooks() {
+      const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant] });
+      const tenants: (string | undefined)[] = [];
+      const causes: string[] = [];
+      webhooks.onAny((_event, context) => void tenants.push(context.tenant));
+      webhooks.onError((error) => void causes.push(`${error.code}: ${(error.cause as Error | undefined)?.message}`));
+      return { webhooks, tenants, causes };
+    }
+    const to = (path: string, tenant: string) => ({ ...delivery(undefined, { secret: SECRETS[tenant] }), path });
+
+    it('by default ctx.params.tenant, as @koa/router sets it', async () => {
+      const { webhooks, tenants } = tenantWebhooks();
+      const app = new Koa();
+      // What @koa/router's router.post('/webhooks/:tenant', …) does before calling the middleware.
+      app.use(async (ctx, next) => {
+        const match = /^\/webhooks\/([^/]+)$/.exec(ctx.path);
+        if (match === null) return;
+        (ctx as { params?: Record<string, string> }).params = { tenant: decodeURIComponent(match[1] as string) };
+        await next();
+      });
+      app.use(webhookMiddleware(webhooks));
+      const client = await serve(app);
+      expect((await client.send(to('/webhooks/acme', 'acme'))).status).toBe(200);
+      expect(errorCode((await client.send(to('/webhooks/globex', 'acme'))).json)).toBe('SIGNATURE_MISMATCH');
+      expect(tenants).toEqual(['acme']);
+    });
+
+    it('the tenant option reads it from the path (the path option matches one exact path)', async () => {
+      const { webhooks, tenants } = tenantWebhooks();
+      const app = new Koa();
+      app.use(webhookMiddleware(webhooks, { tenant: (ctx) => /^\/webhooks\/([^/]+)$/.exec(ctx.path)?.[1] }));
+      const client = await serve(app);
+      expect((await client.send(to('/webhooks/globex', 'globex'))).status).toBe(200);
+      expect(errorCode((await client.send(to('/webhooks', 'globex'))).json)).toBe('SIGNATURE_MISMATCH');
+      expect(tenants).toEqual(['globex']);
+    });
+
+    it('a tenant option that throws, or answers no string, gives no tenant: 400 SIGNATURE_MISMATCH, the app goes on', async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const answers = [
+          () => {
+            throw new Error('tenant parser bug');
+          },
+          () => 7,
+          async () => {
+            throw new Error('async tenant parser bug');
+          },
+        ];
+        for (const tenant of answers) {
+          const { webhooks, tenants, causes } = tenantWebhooks();
+          const app = new Koa();
+          app.use(webhookMiddleware(webhooks, { tenant: tenant as never }));
+          const client = await serve(app);
+          const res = await client.send(to('/webhooks/acme', 'acme'));
+          expect({ status: res.status, code: errorCode(res.json) }).toEqual({
+            status: 400,
+            code: 'SIGNATURE_MISMATCH',
+          });
+          expect(res.text).not.toContain('tenant parser bug');
+          expect(tenants).toEqual([]);
+          expect(causes).toEqual([
+            expect.stringMatching(/^SIGNATURE_MISMATCH: pixhook: no tenant came with this request/),
+          ]);
+        }
+        // Node reports an unhandled rejection once the microtasks have run, before the next turn.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(unhandled).toEqual([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    });
+
+    it('a tenant option that is not a function throws at once', () => {
+      const webhooks = new Webhooks({ secret: SECRET });
+      for (const tenant of ['acme', null, { param: 'tenant' }]) {
+        expect(() => webhookMiddleware(webhooks, { tenant } as never)).toThrow(
+          /^pixhook: @pixhook\/koa: webhookMiddleware\(webhooks, \{ tenant \}\) takes a function/,
+        );
+      }
+      expect(() => webhookMiddleware(webhooks, { tenants: () => 'a' } as never)).toThrow(/Did you mean "tenant"\?/);
+    });
+  });
 });
