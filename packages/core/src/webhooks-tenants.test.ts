@@ -590,7 +590,10 @@ describe('keys scoped by tenant', () => {
     const event = createTestEvent('image.created', undefined, { id: 'evt_tx_1' });
     expect((await post(webhooks, 'acme', { event })).status).toBe(200);
     const run: QueuedRun = { engine: 'map', jobId: 'j', attempt: 1, maxAttempts: 3, queuedAt: 0 };
-    await webhooks.process({ event, deliveryId: 'dlv_1', timestamp: 1, tenant: 'globex' }, run);
+    await webhooks.process(
+      { event: event as QueuedDelivery['event'], deliveryId: 'dlv_1', timestamp: 1, tenant: 'globex' },
+      run,
+    );
     expect(begun).toEqual(['acme/evt_tx_1', 'globex/evt_tx_1']);
     expect(seen).toEqual(['acme:acme/evt_tx_1', 'globex:globex/evt_tx_1']);
   });
