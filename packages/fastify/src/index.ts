@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { assertKnownOptions, type BodyReader, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, type BodyReader, describeType, type WebhooksLike } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -18,17 +18,30 @@ export interface PixhookFastifyOptions {
    * @default '/webhooks'
    */
   path?: string;
+  /**
+   * Whose delivery this is, when `secret` is a function of the tenant (a secret per tenant): called
+   * with the Fastify `request`; its answer is passed to `webhooks.handle()` as `tenant`.
+   * Synchronous; a function that throws or answers anything but a string gives no tenant, which
+   * core refuses as 400 `SIGNATURE_MISMATCH`. Ignored when `secret` is not a function. Declared as
+   * a method so that a narrower request type fits.
+   * @default (request) => request.params?.tenant (a `:tenant` parameter: `path: '/webhooks/:tenant'`)
+   */
+  tenant?(request: FastifyRequest): string | undefined;
 }
+
+/** The default `tenant` option: the route's `:tenant` parameter. */
+const tenantParameter = (request: FastifyRequest): string | undefined =>
+  (request.params as { tenant?: string } | undefined)?.tenant;
 
 const HINT = 'Register the plugin without a preParsing hook or content-type parser that reads the body for its route.';
 
 /** The plugin's body, before fastify-plugin wraps it (see `pixhook` below). */
 async function plugin(fastify: FastifyInstance, options: PixhookFastifyOptions): Promise<void> {
-  const { webhooks, path = '/webhooks' } = options ?? ({} as PixhookFastifyOptions);
+  const { webhooks, path = '/webhooks', tenant } = options ?? ({} as PixhookFastifyOptions);
   // Fastify hands its own registration options (prefix, logLevel, logSerializers) to the plugin too.
   assertKnownOptions(
     options,
-    ['webhooks', 'path', 'prefix', 'logLevel', 'logSerializers'],
+    ['webhooks', 'path', 'tenant', 'prefix', 'logLevel', 'logSerializers'],
     'pixhook: @pixhook/fastify: register(pixhook, options)',
   );
   if (typeof webhooks?.handle !== 'function') {
@@ -41,6 +54,12 @@ async function plugin(fastify: FastifyInstance, options: PixhookFastifyOptions):
       `pixhook: @pixhook/fastify: path must be a string starting with "/", got ${JSON.stringify(path)}.`,
     );
   }
+  if (tenant !== undefined && typeof tenant !== 'function') {
+    throw new TypeError(
+      `pixhook: @pixhook/fastify: register(pixhook, { tenant }) takes a function (request) => string | undefined, got ${describeType(tenant)}.`,
+    );
+  }
+  const readTenant: (request: FastifyRequest) => unknown = tenant ?? tenantParameter;
   // Every content type, valid or not, reaches the route with its body unread: core reads it with
   // the limit and the deadline of `webhooks` (bodyTimeoutMs), through the same reader as Express
   // and Koa. The signature decides, not the Content-Type. Encapsulated: the app's other routes
@@ -54,11 +73,19 @@ async function plugin(fastify: FastifyInstance, options: PixhookFastifyOptions):
   fastify.addContentTypeParser('application/json', unread);
   // Not async: the callback captures only `reply`, so nothing here keeps the body alive.
   const respond = (request: FastifyRequest, reply: FastifyReply, body: BodyReader) =>
-    webhooks.handle({ method: request.method, headers: request.headers, body, request }).then((result) => {
-      // A timeout hook (or the app) may have answered while the body or a handler was slow.
-      if (reply.sent || reply.raw.headersSent) return undefined;
-      return reply.code(result.status).headers(result.headers).send(result.body);
-    });
+    webhooks
+      .handle({
+        method: request.method,
+        headers: request.headers,
+        body,
+        request,
+        tenant: tenantOf(readTenant, request),
+      })
+      .then((result) => {
+        // A timeout hook (or the app) may have answered while the body or a handler was slow.
+        if (reply.sent || reply.raw.headersSent) return undefined;
+        return reply.code(result.status).headers(result.headers).send(result.body);
+      });
   // A Content-Type Fastify cannot parse (`;`, `{`, `a b`) is refused before any parser runs, the
   // body still unread: answer it like any other, as Express and Koa do.
   fastify.setErrorHandler((error: { code?: string }, request, reply) => {
@@ -72,6 +99,24 @@ async function plugin(fastify: FastifyInstance, options: PixhookFastifyOptions):
     const stream = payload ?? request.raw;
     return respond(request, reply, nodeBodyReader(stream, undefined, HINT));
   });
+}
+
+/**
+ * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
+ * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
+ * nothing either, and its rejection is not left unhandled.
+ */
+function tenantOf(read: (request: FastifyRequest) => unknown, request: FastifyRequest): string | undefined {
+  try {
+    const tenant = read(request);
+    if (typeof tenant === 'string') return tenant;
+    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
+      Promise.resolve(tenant).catch(() => {});
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 // The CommonJS build exports the function itself; `.default` also serves code compiled from

@@ -142,6 +142,16 @@ describe('@pixhook/fastify', () => {
       /no option "paths"\. Did you mean "path"\?/,
     ],
     ['webhook for webhooks', { webhook: new Webhooks({ secret: SECRET }) }, /Did you mean "webhooks"\?/],
+    [
+      'a tenant that is not a function',
+      { webhooks: new Webhooks({ secret: SECRET }), tenant: 'acme' },
+      /^pixhook: @pixhook\/fastify: register\(pixhook, \{ tenant \}\) takes a function/,
+    ],
+    [
+      'tenants for tenant',
+      { webhooks: new Webhooks({ secret: SECRET }), tenants: () => 'a' },
+      /Did you mean "tenant"\?/,
+    ],
   ])('registering with %s fails with a clear error', async (_name, options, message) => {
     const fastify = app();
     fastify.register(pixhook, options as never);
@@ -213,6 +223,92 @@ describe('@pixhook/fastify', () => {
     expect((big.json as { error: { code: string } }).error.code).toBe('PAYLOAD_TOO_LARGE');
     expect((await httpSend(port, delivery())).status).toBe(200);
     expect(runs).toHaveLength(2);
+  });
+});
+
+describe('@pixhook/fastify: the tenant, with secrets looked up per tenant', () => {
+  const SECRETS: Record<string, string> = { acme: 'whsec_fastify_acme_0b3c', globex: 'whsec_fastify_globex_5f9d' };
+  function tenantWebhooks() {
+    const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant] });
+    const tenants: (string | undefined)[] = [];
+    const causes: string[] = [];
+    webhooks.onAny((_event, context) => void tenants.push(context.tenant));
+    webhooks.onError((error) => void causes.push(`${error.code}: ${(error.cause as Error | undefined)?.message}`));
+    return { webhooks, tenants, causes };
+  }
+  const signedBy = (tenant: string) => delivery(undefined, { secret: SECRETS[tenant] });
+
+  it("by default the route's :tenant parameter (path: '/webhooks/:tenant'), under a prefix too", async () => {
+    const { webhooks, tenants } = tenantWebhooks();
+    const fastify = app();
+    await fastify.register(pixhook, { webhooks, path: '/webhooks/:tenant', prefix: '/api' });
+    expect((await post(fastify, '/api/webhooks/acme', signedBy('acme'))).statusCode).toBe(200);
+    expect(errorCode((await post(fastify, '/api/webhooks/globex', signedBy('acme'))).body)).toBe('SIGNATURE_MISMATCH');
+    // A Content-Type Fastify cannot parse is answered by the plugin's error handler: the tenant is read there too.
+    const d = signedBy('globex');
+    const odd = await fastify.inject({
+      method: 'POST',
+      url: '/api/webhooks/globex',
+      headers: { ...d.headers, 'content-type': 'a b' },
+      payload: d.body,
+    });
+    expect(odd.statusCode).toBe(200);
+    expect(tenants).toEqual(['acme', 'globex']);
+  });
+
+  it('the tenant option replaces the default: a header here', async () => {
+    const { webhooks, tenants } = tenantWebhooks();
+    const fastify = app();
+    await fastify.register(pixhook, {
+      webhooks,
+      tenant: (request: FastifyRequest) => request.headers['x-tenant'] as string | undefined,
+    });
+    const d = signedBy('globex');
+    const res = await fastify.inject({
+      method: 'POST',
+      url: '/webhooks',
+      headers: { ...d.headers, 'x-tenant': 'globex' },
+      payload: d.body,
+    });
+    expect(res.statusCode).toBe(200);
+    expect(tenants).toEqual(['globex']);
+  });
+
+  it('a tenant option that throws, or answers no string, gives no tenant: 400 SIGNATURE_MISMATCH, the app goes on', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const answers = [
+        () => {
+          throw new Error('tenant parser bug');
+        },
+        () => ({ tenant: 'acme' }),
+        async () => {
+          throw new Error('async tenant parser bug');
+        },
+      ];
+      for (const tenant of answers) {
+        const { webhooks, tenants, causes } = tenantWebhooks();
+        const fastify = app();
+        await fastify.register(pixhook, { webhooks, path: '/webhooks/:tenant', tenant: tenant as never });
+        const res = await post(fastify, '/webhooks/acme', signedBy('acme'));
+        expect({ status: res.statusCode, code: errorCode(res.body) }).toEqual({
+          status: 400,
+          code: 'SIGNATURE_MISMATCH',
+        });
+        expect(res.body).not.toContain('tenant parser bug');
+        expect(tenants).toEqual([]);
+        expect(causes).toEqual([
+          expect.stringMatching(/^SIGNATURE_MISMATCH: pixhook: no tenant came with this request/),
+        ]);
+      }
+      // Node reports an unhandled rejection once the microtasks have run, before the next turn.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });
 
