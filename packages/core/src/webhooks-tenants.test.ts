@@ -371,6 +371,36 @@ for (const crypto of ['node:crypto', 'Web Crypto'] as const) {
       expect((await fifth).status).toBe(200);
     });
 
+    it('answers 503 SECRET_UNAVAILABLE when the lookup has not answered within deliveryTimeoutMs, and asks again next time', async () => {
+      start();
+      const lookups: ReturnType<typeof deferred<string>>[] = [];
+      const { lookup, calls } = countingLookup(() => {
+        const one = deferred<string>();
+        lookups.push(one);
+        return one.promise;
+      });
+      const { webhooks, heard } = setup(lookup, { deliveryTimeoutMs: 100 });
+      webhooks.on('image.created', () => {});
+      // Two deliveries share the lookup that never answers: both are answered.
+      const [first, joined] = await Promise.all([post(webhooks, 'acme'), post(webhooks, 'acme')]);
+      for (const answer of [first, joined]) {
+        expect(answer.status).toBe(503);
+        expect(codeOf(answer.body)).toBe('SECRET_UNAVAILABLE');
+      }
+      expect((heard[0]?.error.cause as Error | undefined)?.message).toBe(
+        'pixhook: the secret lookup did not answer within 100 ms (deliveryTimeoutMs).',
+      );
+      // Not kept as the tenant's lookup under way: the next delivery asks again.
+      const second = post(webhooks, 'acme');
+      expect(calls).toEqual(['acme', 'acme']);
+      lookups[1]?.resolve(SECRETS.acme as string);
+      expect((await second).status).toBe(200);
+      // The first lookup's late answer changes nothing.
+      lookups[0]?.resolve('whsec_late_answer');
+      expect((await post(webhooks, 'acme')).status).toBe(200);
+      expect(calls).toEqual(['acme', 'acme']);
+    });
+
     it('answers a synchronous lookup from the same turn and an async one alike', async () => {
       start();
       const sync = countingLookup();

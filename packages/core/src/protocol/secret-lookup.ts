@@ -1,6 +1,7 @@
 // A secret per tenant: the `secret` option as a function of the tenant, its answers cached (with a
 // bound, found and not-found alike), and the verification of a delivery against them.
 import { LRUCache } from 'lru-cache';
+import { cancelDeadline, type Deadline, setDeadline } from '../util/deadlines.js';
 import { isThenable, type Maybe } from '../util/maybe.js';
 import { describeType } from '../util/option-checks.js';
 import { WebhookVerificationError } from './errors.js';
@@ -74,9 +75,11 @@ export class TenantSecrets {
   /**
    * The tenant's secrets: at once from the cache, else a promise of the lookup's answer (one
    * lookup per tenant at a time). `NO_SECRETS` for a tenant without any. Throws (or rejects) 503
-   * `SECRET_UNAVAILABLE` when the lookup fails or answers something that is not secrets.
+   * `SECRET_UNAVAILABLE` when the lookup fails, answers something that is not secrets, or has not
+   * answered within `timeoutMs` (then the next delivery calls it again: a lookup that never
+   * settles must not hold every later delivery of its tenant).
    */
-  secretsFor(tenant: string): Maybe<SecretSet> {
+  secretsFor(tenant: string, timeoutMs?: number): Maybe<SecretSet> {
     const cached = this.#cache?.get(tenant);
     if (cached !== undefined) return cached;
     const pending = this.#pending.get(tenant);
@@ -89,11 +92,24 @@ export class TenantSecrets {
     }
     if (!isThenable(answer)) return this.#keep(tenant, this.#checked(answer), this.#generation);
     const generation = this.#generation;
+    let deadline: Deadline | undefined;
     // Only its own entry: after forget(), a newer lookup of this tenant may be the one under way.
     const settled = () => {
+      if (deadline !== undefined) cancelDeadline(deadline);
       if (this.#pending.get(tenant) === looked) this.#pending.delete(tenant);
     };
-    const looked: Promise<SecretSet> = Promise.resolve(answer).then(
+    const answered =
+      timeoutMs === undefined
+        ? Promise.resolve(answer)
+        : new Promise<unknown>((resolve, reject) => {
+            deadline = setDeadline(timeoutMs, () =>
+              reject(
+                new Error(`pixhook: the secret lookup did not answer within ${timeoutMs} ms (deliveryTimeoutMs).`),
+              ),
+            );
+            Promise.resolve(answer).then(resolve, reject);
+          });
+    const looked: Promise<SecretSet> = answered.then(
       (value) => {
         settled();
         return this.#keep(tenant, this.#checked(value), generation);
@@ -143,7 +159,7 @@ export class TenantSecrets {
  * Synchronous when the tenant's secrets are cached (and `node:crypto` is there).
  */
 export function verifyForTenant(
-  options: VerifyOptions,
+  options: VerifyOptions & { readonly deliveryTimeoutMs?: number | undefined },
   tenants: TenantSecrets,
   body: Uint8Array,
   headers: DeliveryHeaders,
@@ -176,7 +192,8 @@ export function verifyForTenant(
     if (verified instanceof Promise) return verified.then((delivery) => withTenant(delivery, tenant));
     return withTenant(verified, tenant);
   };
-  const secrets = tenants.secretsFor(tenant);
+  // The lookup is part of the delivery's budget: it may not hold the answer past it.
+  const secrets = tenants.secretsFor(tenant, options.deliveryTimeoutMs);
   return secrets instanceof Promise ? secrets.then(verify) : verify(secrets);
 }
 
