@@ -1,8 +1,21 @@
-import { assertKnownOptions, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, describeType, type WebhooksLike } from '@pixhook/core';
 import { requestBodyReader } from './read-body.js';
 
-/** Options of `createFetchHandler`; none yet, kept so options can be added without a breaking change. */
-export type FetchHandlerOptions = Record<string, never>;
+/** Options of `createFetchHandler`. */
+export interface FetchHandlerOptions {
+  /**
+   * Whose delivery this is, when `secret` is a function of the tenant (a secret per tenant): called
+   * with the `Request`; its answer is passed to `webhooks.handle()` as `tenant`. A `Request` has no
+   * route parameters, so read the tenant from the URL (or a header) yourself, or from your
+   * framework's parameters before calling the handler. Synchronous; a function that throws or
+   * answers anything but a string gives no tenant, which core refuses as 400 `SIGNATURE_MISMATCH`.
+   * Ignored when `secret` is not a function.
+   * @default undefined (no tenant)
+   * @example
+   * createFetchHandler(webhooks, { tenant: (request) => new URL(request.url).pathname.split('/').at(-1) })
+   */
+  tenant?(request: Request): string | undefined;
+}
 
 /** A Web-standard request handler, as Next.js, Bun, Deno, Hono and Workers call them. */
 export type FetchHandler = (request: Request) => Promise<Response>;
@@ -14,7 +27,7 @@ export type FetchHandler = (request: Request) => Promise<Response>;
  * compatibility, browsers) signatures are checked with Web Crypto.
  *
  * @param webhooks - a `Webhooks` from `@pixhook/core`: `Webhooks<M>` or `Webhooks<M, Request>`
- * @param options - reserved; @default {}
+ * @param options - `tenant`; @default {}
  * @example
  * // app/webhooks/route.ts (Next.js)
  * export const POST = createFetchHandler(webhooks)
@@ -30,14 +43,39 @@ export function createFetchHandler(webhooks: WebhooksLike<Request>, options: Fet
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('pixhook: @pixhook/fetch: createFetchHandler(webhooks, options) takes an options object.');
   }
-  assertKnownOptions(options, [], 'pixhook: @pixhook/fetch: createFetchHandler(webhooks, options)');
+  assertKnownOptions(options, ['tenant'], 'pixhook: @pixhook/fetch: createFetchHandler(webhooks, options)');
+  const readTenant = options.tenant;
+  if (readTenant !== undefined && typeof readTenant !== 'function') {
+    throw new TypeError(
+      `pixhook: @pixhook/fetch: createFetchHandler(webhooks, { tenant }) takes a function (request) => string | undefined, got ${describeType(readTenant)}.`,
+    );
+  }
   return async function pixhook(request: Request): Promise<Response> {
     const result = await webhooks.handle({
       method: request.method,
       headers: request.headers,
       body: requestBodyReader(request),
       request,
+      tenant: readTenant === undefined ? undefined : tenantOf(readTenant, request),
     });
     return new Response(result.body, { status: result.status, headers: result.headers });
   };
+}
+
+/**
+ * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
+ * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
+ * nothing either, and its rejection is not left unhandled.
+ */
+function tenantOf(read: (request: Request) => unknown, request: Request): string | undefined {
+  try {
+    const tenant = read(request);
+    if (typeof tenant === 'string') return tenant;
+    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
+      Promise.resolve(tenant).catch(() => {});
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  }
 }

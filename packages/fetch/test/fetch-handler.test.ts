@@ -231,6 +231,81 @@ describe('createFetchHandler', () => {
     expect(() => createFetchHandler(setup().webhooks, { path: '/x' } as never)).toThrow(
       /@pixhook\/fetch: createFetchHandler\(webhooks, options\) has no option "path"/,
     );
+    expect(() => createFetchHandler(setup().webhooks, { tenat: () => 'a' } as never)).toThrow(
+      /Did you mean "tenant"\?/,
+    );
+    for (const tenant of ['acme', null, { param: 'tenant' }]) {
+      expect(() => createFetchHandler(setup().webhooks, { tenant } as never)).toThrow(
+        /^pixhook: @pixhook\/fetch: createFetchHandler\(webhooks, \{ tenant \}\) takes a function/,
+      );
+    }
+  });
+});
+
+describe('createFetchHandler: the tenant, with secrets looked up per tenant', () => {
+  const SECRETS: Record<string, string> = { acme: 'whsec_fetch_acme_8d2a', globex: 'whsec_fetch_globex_1c4e' };
+  function tenantSetup(tenant?: (request: Request) => string | undefined) {
+    const webhooks = new Webhooks<Record<string, object>, Request>({ secret: (name) => SECRETS[name] });
+    const tenants: (string | undefined)[] = [];
+    const causes: string[] = [];
+    webhooks.onAny((_event, context) => void tenants.push(context.tenant));
+    webhooks.onError((error) => void causes.push(`${error.code}: ${(error.cause as Error | undefined)?.message}`));
+    return { handler: createFetchHandler(webhooks, tenant === undefined ? {} : { tenant }), tenants, causes };
+  }
+  const at = (url: string, tenant: string) => {
+    const { body, headers } = delivery(undefined, { secret: SECRETS[tenant] });
+    return new Request(url, { method: 'POST', headers, body });
+  };
+  const lastSegment = (request: Request) => new URL(request.url).pathname.split('/').at(-1);
+
+  it('the tenant option chooses whose secret must match', async () => {
+    const { handler, tenants } = tenantSetup(lastSegment);
+    expect((await handler(at('https://example.com/webhooks/acme', 'acme'))).status).toBe(200);
+    const crossed = await fromResponse(await handler(at('https://example.com/webhooks/globex', 'acme')));
+    expect([crossed.status, (crossed.json as { error: { code: string } }).error.code]).toEqual([
+      400,
+      'SIGNATURE_MISMATCH',
+    ]);
+    expect(tenants).toEqual(['acme']);
+  });
+
+  it('without the option there is no tenant: a Request has no route parameters', async () => {
+    const { handler, tenants, causes } = tenantSetup();
+    expect((await handler(at('https://example.com/webhooks/acme', 'acme'))).status).toBe(400);
+    expect(tenants).toEqual([]);
+    expect(causes).toEqual([expect.stringMatching(/^SIGNATURE_MISMATCH: pixhook: no tenant came with this request/)]);
+  });
+
+  it('a tenant option that throws, or answers no string, gives no tenant: 400 SIGNATURE_MISMATCH, no crash', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const answers = [
+        () => {
+          throw new Error('tenant parser bug');
+        },
+        () => 1,
+        async () => {
+          throw new Error('async tenant parser bug');
+        },
+      ];
+      for (const tenant of answers) {
+        const { handler, tenants, causes } = tenantSetup(tenant as never);
+        const res = await fromResponse(await handler(at('https://example.com/webhooks/acme', 'acme')));
+        expect([res.status, (res.json as { error: { code: string } }).error.code]).toEqual([400, 'SIGNATURE_MISMATCH']);
+        expect(res.text).not.toContain('tenant parser bug');
+        expect(tenants).toEqual([]);
+        expect(causes).toEqual([
+          expect.stringMatching(/^SIGNATURE_MISMATCH: pixhook: no tenant came with this request/),
+        ]);
+      }
+      // Node reports an unhandled rejection once the microtasks have run, before the next turn.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });
 
