@@ -460,6 +460,31 @@ for (const crypto of ['node:crypto', 'Web Crypto'] as const) {
   });
 }
 
+describe('a secret per tenant: entries', () => {
+  it("ends a tenant's secret at its notAfter, on the now clock, while its cached answer is kept", async () => {
+    const end = Date.parse('2026-12-01T00:00:00Z');
+    let now = end - 1000;
+    const { lookup, calls } = countingLookup(() => [
+      { secret: 'whsec_acme_next', label: 'next' },
+      { secret: SECRETS.acme as string, label: 'current', notAfter: end },
+    ]);
+    const webhooks = new Webhooks({ secret: lookup, now: () => now, tolerance: false });
+    const seen: unknown[] = [];
+    webhooks.on('image.created', (_event, context) => void seen.push(context.secret));
+    expect((await post(webhooks, 'acme')).status).toBe(200);
+    now = end;
+    const expired = await post(webhooks, 'acme');
+    expect(expired.status).toBe(400);
+    expect(expired.body).toContain('The signature matches secret \\"current\\", whose notAfter');
+    expect((await post(webhooks, 'acme', { secret: 'whsec_acme_next' })).status).toBe(200);
+    expect(seen).toEqual([
+      { index: 1, label: 'current' },
+      { index: 0, label: 'next' },
+    ]);
+    expect(calls).toEqual(['acme']);
+  });
+});
+
 describe('a secret per tenant: options', () => {
   it('refuses secretCache without a secret function, and bad cache options', () => {
     expect(() => new Webhooks({ secret: 'whsec_plain', secretCache: { max: 5 } })).toThrow(
@@ -501,6 +526,8 @@ describe('a secret per tenant: options', () => {
     expect((await plain.handle({ method: 'POST', ...second, tenant: 'globex' })).body).not.toBe('{"received":true}');
     expect(seen).toEqual([undefined]);
     plain.forgetSecrets('acme');
+    const third = createSignedRequest(event, { secret: SECRETS.acme as string });
+    expect(await plain.verifyAsync(third.body, third.headers, { tenant: 'globex' })).toEqual(event);
   });
 });
 
