@@ -1,3 +1,4 @@
+import { checkOrdering, orderingOf } from './modes/ordering.js';
 import { processQueued } from './modes/queued.js';
 import { type ReplayManyOptions, type ReplayResult, replayEvent, replayMatching } from './modes/replay.js';
 import { headersOf, rawBytes } from './pipeline/admit.js';
@@ -22,7 +23,8 @@ import {
   type ErrorHandler,
   type EventHandler,
   handlerId,
-  namedHandler,
+  type Ordering,
+  registeredHandler,
 } from './seams/context.js';
 import type { HandleInput, WebhookResponse } from './seams/handle-input.js';
 import type { WebhooksLogger } from './seams/logger.js';
@@ -44,7 +46,7 @@ const KNOWN = new Set<string>(EVENT_TYPES);
  * Options of one handler's registration (`webhooks.on(type, options, handler)`).
  * @typeParam S - the schema's type, which types the handler's `data.object`
  */
-export interface HandlerOptions<S extends StandardSchemaV1 = StandardSchemaV1> {
+export interface HandlerOptions<S extends StandardSchemaV1 = StandardSchemaV1, E = AnyEvent> {
   /**
    * A Standard Schema v1 validator (zod, valibot, arktype…) for the event's `data.object`: the
    * handler runs on the validated value; an event that fails it skips this handler and is reported
@@ -62,6 +64,16 @@ export interface HandlerOptions<S extends StandardSchemaV1 = StandardSchemaV1> {
    * @default none: the handler runs with the others, all or nothing
    */
   id?: string;
+  /**
+   * The ordering guard for this handler (`{ key, version? }`): it runs only for an event at least as
+   * new as the newest seen with the same key; an older one is acknowledged, the handler skipped, and
+   * `onError` hears `STALE_EVENT`. The version defaults to the event's `created`; on a tie the
+   * greater event id wins, so the outcome never depends on arrival order. `false`: not guarded, even
+   * with the `ordering` option of `new Webhooks()`. Needs a store (or transactions) that keeps marks.
+   * @default the `ordering` option of `new Webhooks()`, if any
+   * @example ordering: { key: (event) => `image:${event.data.object.id}` }
+   */
+  ordering?: Ordering<E> | false;
 }
 
 /** A handler id: safe in keys and job ids, and short. */
@@ -72,7 +84,7 @@ export type WithObject<E, O> = E extends { data: infer D }
   ? Omit<E, 'data'> & { data: Omit<D, 'object'> & { object: O } }
   : never;
 
-const HANDLER_OPTIONS = new Set(['schema', 'id']);
+const HANDLER_OPTIONS = new Set(['schema', 'id', 'ordering']);
 
 /** A handler registered with options: checked, and wrapped to validate when there is a schema. */
 function withOptions(options: unknown, handler: AnyHandler): AnyHandler {
@@ -88,7 +100,8 @@ function withOptions(options: unknown, handler: AnyHandler): AnyHandler {
       );
     }
   }
-  const { schema, id } = options as HandlerOptions;
+  const { schema, id, ordering } = options as HandlerOptions;
+  checkOrdering(ordering, 'on(type, { ordering }, handler): ordering');
   if (id !== undefined && (typeof id !== 'string' || !HANDLER_ID.test(id))) {
     throw new TypeError(
       `pixhook: on(type, { id }, handler): id must be 1 to 64 letters, digits, _, - or .; got ${describeType(id)}.`,
@@ -100,7 +113,11 @@ function withOptions(options: unknown, handler: AnyHandler): AnyHandler {
     );
   }
   const checked = schema === undefined ? handler : validating(schema, handler);
-  return id === undefined ? checked : namedHandler(checked, id);
+  if (id === undefined && ordering === undefined) return checked;
+  return registeredHandler(checked, {
+    ...(id === undefined ? {} : { id }),
+    ...(ordering === undefined ? {} : { ordering: ordering as Ordering | false }),
+  });
 }
 
 /**
@@ -182,12 +199,12 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
   on<K extends EventType>(type: K | readonly K[], handler: EventHandler<EventOf<M, K>, TRequest, TTransaction>): this;
   on<K extends EventType, S extends StandardSchemaV1>(
     type: K | readonly K[],
-    options: HandlerOptions<S> & { schema: S },
+    options: HandlerOptions<S, EventOf<M, K>> & { schema: S },
     handler: EventHandler<WithObject<EventOf<M, K>, StandardSchemaV1.InferOutput<S>>, TRequest, TTransaction>,
   ): this;
   on<K extends EventType>(
     type: K | readonly K[],
-    options: HandlerOptions<never> & { schema?: undefined },
+    options: HandlerOptions<never, EventOf<M, K>> & { schema?: undefined },
     handler: EventHandler<EventOf<M, K>, TRequest, TTransaction>,
   ): this;
   on(type: EventType | readonly EventType[], second: unknown, third?: unknown): this {
@@ -212,6 +229,12 @@ export class Webhooks<M extends EventDataMap<M> = DefaultEventDataMap, TRequest 
     const handler = options === undefined ? (given as AnyHandler) : withOptions(options, given as AnyHandler);
     const id = handlerId(handler);
     const unique = new Set(types);
+    const { store, transactions, queue, ordering } = this.#options;
+    if (orderingOf(handler, ordering) !== undefined && !store && !transactions && !queue) {
+      throw new TypeError(
+        'pixhook: on(type, { ordering }, handler): the ordering guard keeps the newest version per key in the store, and this Webhooks has none (store: false); give it one (MemoryStore, RedisStore, PostgresStore) or transactions.',
+      );
+    }
     if (id !== undefined) {
       for (const t of unique) {
         if (this.#handlersFor(t).some((other) => handlerId(other) === id)) {

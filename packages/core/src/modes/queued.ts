@@ -4,7 +4,7 @@ import { WebhookVerificationError } from '../protocol/errors.js';
 import { eventKey, handlerKey } from '../protocol/event-key.js';
 import type { SecretMatch } from '../protocol/secrets.js';
 import type { ArchivedRun, WebhookArchive } from '../seams/archive.js';
-import { type AnyHandler, type ErrorContext, type HandlerContext, handlerId } from '../seams/context.js';
+import { type AnyHandler, type ErrorContext, type HandlerContext, handlerId, type Ordering } from '../seams/context.js';
 import {
   callHandler,
   type DeliveryMessage,
@@ -12,10 +12,12 @@ import {
   enqueueChannel,
   type JobMessage,
   jobChannel,
+  traceSkipped,
   traceStep,
 } from '../seams/diagnostics.js';
 import { isQueuedDelivery, type QueuedDelivery, type QueuedRun, type WebhookQueue } from '../seams/queue.js';
 import { isSchemaMismatch } from '../seams/schema.js';
+import type { IdempotencyStore } from '../seams/store.js';
 import {
   commitFailed,
   commitReadBack,
@@ -25,6 +27,7 @@ import {
 } from '../seams/transactions.js';
 import { cancelDeadline, setDeadline } from '../util/deadlines.js';
 import { describeFailure, timedCall, writeEntry } from './archiving.js';
+import { type Decisions, type MarkKeeper, orderingOf, shouldRun } from './ordering.js';
 import { type Outcome, QUEUED } from './outcome.js';
 import { beginEvent } from './store-protocol.js';
 
@@ -40,6 +43,10 @@ export interface QueueHost {
     readonly transactions: EventTransactions | undefined;
     /** Where each job's run is archived; undefined: nowhere. */
     readonly archive?: WebhookArchive | undefined;
+    /** Workers: where the ordering guard's marks are kept (outside transactional mode). */
+    readonly store?: IdempotencyStore | false;
+    /** The ordering guard for every handler; undefined: none. */
+    readonly ordering?: Ordering | undefined;
     readonly now: () => number;
   };
   handlersFor(type: string): readonly AnyHandler[];
@@ -339,9 +346,20 @@ async function runQueued(
   // A handler skipped by its schema: the others run, then the job fails for good (the same bytes
   // fail the same schema on every attempt), as a dead letter to retry once the schema is fixed.
   let mismatch: WebhookVerificationError | undefined;
+  // The ordering guard decides when the job runs: workers may run an event's jobs in any order.
+  const marks: MarkKeeper = { store: host.options.store, open };
+  const decisions: Decisions = new Map();
   for (let i = 0; i < handlers.length; i++) {
     try {
       const handler = handlers[i] as AnyHandler;
+      const ordering = orderingOf(handler, host.options.ordering);
+      if (
+        ordering !== undefined &&
+        !(await shouldRun(ordering, event, tenant, marks, decisions, report, handler.name))
+      ) {
+        traceSkipped(handler, i, event, context, trace);
+        continue;
+      }
       await (runs
         ? timedCall(runs, handler, i, event, context, trace)
         : callHandler(handler, i, event, context, trace));

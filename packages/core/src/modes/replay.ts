@@ -12,6 +12,7 @@ import { isSchemaMismatch } from '../seams/schema.js';
 import type { IdempotencyStore } from '../seams/store.js';
 import { commitFailed, type EventTransactions, type OpenEvent } from '../seams/transactions.js';
 import { describeFailure, timedCall, writeEntry } from './archiving.js';
+import { type Decisions, type MarkKeeper, orderingOf, shouldRun } from './ordering.js';
 import { enqueue, type QueueHost } from './queued.js';
 import { beginEvent, claimEvent, completeClaim, type HeldClaim, releaseClaim } from './store-protocol.js';
 
@@ -189,7 +190,7 @@ class Replay {
     if (begun.kind === 'completed') return { eventId: this.key, outcome: 'completed' };
     if (begun.kind === 'rejected') return this.#refused(begun.error);
     const open = begun.open as OpenEvent<unknown>;
-    const failure = await this.#handlers({ ...this.context, transaction: open.transaction });
+    const failure = await this.#handlers({ ...this.context, transaction: open.transaction }, { store: false, open });
     if (failure !== undefined) {
       await Promise.resolve()
         .then(() => open.rollback())
@@ -222,7 +223,7 @@ class Replay {
     if (claimed.kind === 'rejected') return this.#refused(claimed.error);
     if (claimed.kind === 'completed') return { eventId: this.key, outcome: 'completed' };
     const claim: HeldClaim = claimed;
-    const failure = await this.#handlers(this.context);
+    const failure = await this.#handlers(this.context, { store, open: undefined });
     if (failure === undefined && own) await completeClaim(claim, this.report);
     else await releaseClaim(claim, this.report);
     if (failure !== undefined) return this.#ended('failed', failure);
@@ -231,11 +232,21 @@ class Replay {
   }
 
   /** Runs the handlers one after another; the first failure stops them and is returned (and reported). */
-  async #handlers(context: HandlerContext): Promise<unknown> {
+  async #handlers(context: HandlerContext, marks: MarkKeeper): Promise<unknown> {
     const handlers = this.host.handlersFor(this.event.type);
+    const decisions: Decisions = new Map();
     for (let i = 0; i < handlers.length; i++) {
       try {
-        await timedCall(this.#runs, handlers[i] as AnyHandler, i, this.event, context, undefined);
+        const handler = handlers[i] as AnyHandler;
+        // A replay keeps to the ordering guard: an old event replayed must not roll state back.
+        const ordering = orderingOf(handler, this.host.options.ordering);
+        if (
+          ordering !== undefined &&
+          !(await shouldRun(ordering, this.event, context.tenant, marks, decisions, this.report, handler.name))
+        ) {
+          continue;
+        }
+        await timedCall(this.#runs, handler, i, this.event, context, undefined);
       } catch (cause) {
         // Skipped by its schema: reported, and the others run (as in a delivery).
         if (isSchemaMismatch(cause)) {

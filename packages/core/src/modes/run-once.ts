@@ -2,14 +2,15 @@ import { WebhookVerificationError } from '../protocol/errors.js';
 import { eventKey, handlerKey } from '../protocol/event-key.js';
 import type { AnyEvent } from '../protocol/events.js';
 import type { WebhookArchive } from '../seams/archive.js';
-import { type AnyHandler, type ErrorContext, type HandlerContext, handlerId } from '../seams/context.js';
-import { callHandler, type DeliveryMessage } from '../seams/diagnostics.js';
+import { type AnyHandler, type ErrorContext, type HandlerContext, handlerId, type Ordering } from '../seams/context.js';
+import { callHandler, type DeliveryMessage, traceSkipped } from '../seams/diagnostics.js';
 import { isSchemaMismatch } from '../seams/schema.js';
 import type { IdempotencyStore } from '../seams/store.js';
 import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } from '../seams/transactions.js';
 import { cancelDeadline, setDeadline } from '../util/deadlines.js';
 import { isThenable, type Maybe } from '../util/maybe.js';
 import { type DeliveryDraft, deliveryEntry, timedCall, writeEntry } from './archiving.js';
+import { type Decisions, type MarkKeeper, orderingOf, shouldRun } from './ordering.js';
 import { DONE, DUPLICATE, type Outcome } from './outcome.js';
 import {
   beginEvent,
@@ -34,6 +35,8 @@ export interface RunOnceHost {
     readonly maxClaimMs: number | undefined;
     /** Where verified deliveries are archived; undefined: nowhere. */
     readonly archive?: WebhookArchive | undefined;
+    /** The ordering guard for every handler; undefined: none. */
+    readonly ordering?: Ordering | undefined;
     readonly now: () => number;
   };
   reportError(error: WebhookVerificationError, context: ErrorContext): void;
@@ -58,6 +61,10 @@ interface Run {
   readonly key: string;
   /** The first failure of a named handler: the others went on, and the run answers it at the end. */
   failure: { readonly cause: unknown } | undefined;
+  /** Where the ordering guard's marks are kept: the store, or the event's transaction once open. */
+  marks: MarkKeeper;
+  /** The ordering guard's decisions in this run, made when a guarded handler first needs one. */
+  decisions: Decisions | undefined;
 }
 
 /**
@@ -85,7 +92,20 @@ export function runOnce(
   const { store, transactions } = host.options;
   // Scoped by tenant when secrets are per tenant: one tenant cannot mark another's event processed.
   const key = context.tenant === undefined ? event.id : eventKey(event.id, context.tenant);
-  const run: Run = { host, handlers, event, context, report, startedAt, trace, draft, key, failure: undefined };
+  const run: Run = {
+    host,
+    handlers,
+    event,
+    context,
+    report,
+    startedAt,
+    trace,
+    draft,
+    key,
+    failure: undefined,
+    marks: { store, open: undefined },
+    decisions: undefined,
+  };
   const claimed = transactions ? beginEvent(transactions, key, event.type) : claimEvent(store, key, report);
   return claimed instanceof Promise ? claimed.then((outcome) => afterClaim(run, outcome)) : afterClaim(run, claimed);
 }
@@ -99,7 +119,13 @@ function afterClaim(given: Run, claimed: ClaimOutcome): Maybe<Outcome> {
   if (claimed.kind === 'completed') return DUPLICATE;
   if (claimed.kind === 'rejected') return rejected(given, claimed.error);
   const claim = claimed;
-  const run = claim.open ? { ...given, context: { ...given.context, transaction: claim.open.transaction } } : given;
+  const run = claim.open
+    ? {
+        ...given,
+        context: { ...given.context, transaction: claim.open.transaction },
+        marks: { store: false as const, open: claim.open },
+      }
+    : given;
   const { handlers } = run;
   for (let i = 0; i < handlers.length; i++) {
     let result: unknown;
@@ -143,8 +169,36 @@ function ended(run: Run, claim: HeldClaim): Maybe<Outcome> {
   return run.failure === undefined ? succeeded(run, claim) : failed(run, claim, run.failure.cause);
 }
 
-/** Runs the run's handler `i`, timed into the archive's entry when there is one; a named one under its own record. */
+/**
+ * Runs the run's handler `i`, timed into the archive's entry when there is one; a named one under
+ * its own record; a guarded one only when the event is not stale for its ordering key.
+ */
 function call(run: Run, i: number): unknown {
+  const handler = run.handlers[i] as AnyHandler;
+  const ordering = orderingOf(handler, run.host.options.ordering);
+  if (ordering === undefined) return callRecorded(run, i);
+  run.decisions ??= new Map();
+  let go: Maybe<boolean>;
+  try {
+    go = shouldRun(ordering, run.event, run.context.tenant, run.marks, run.decisions, run.report, handler.name);
+  } catch (cause) {
+    return markFailure(cause);
+  }
+  const next = (yes: boolean): unknown => {
+    if (yes) return callRecorded(run, i);
+    traceSkipped(handler, i, run.event, run.context, run.trace);
+    return undefined;
+  };
+  return isThenable(go) ? go.then(next, markFailure) : next(go);
+}
+
+/** A failure to keep the ordering marks is answered as it is (503); an ordering function that throws fails the handler. */
+function markFailure(cause: unknown): never {
+  if (cause instanceof WebhookVerificationError && cause.code === 'STORE_UNAVAILABLE') return recordFailure(cause);
+  throw cause;
+}
+
+function callRecorded(run: Run, i: number): unknown {
   const handler = run.handlers[i] as AnyHandler;
   const id = handlerId(handler);
   const { store, transactions } = run.host.options;

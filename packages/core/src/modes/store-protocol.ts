@@ -137,7 +137,7 @@ function tracedBegin(begun: Promise<ClaimOutcome>, eventId: string, eventType: s
       return outcome;
     }
     const open = outcome.open as OpenEvent<unknown>;
-    const traced: OpenEvent<unknown> = {
+    const traced: { -readonly [K in keyof OpenEvent<unknown>]: OpenEvent<unknown>[K] } = {
       state: open.state,
       transaction: open.transaction,
       commit: () =>
@@ -166,6 +166,7 @@ function tracedBegin(begun: Promise<ClaimOutcome>, eventId: string, eventType: s
           },
         ),
     };
+    if (typeof open.advance === 'function') traced.advance = open.advance.bind(open);
     return { ...outcome, open: traced };
   });
 }

@@ -1,3 +1,4 @@
+import { checkOrdering } from '../modes/ordering.js';
 import { type SecretCacheOptions, TenantSecrets } from '../protocol/secret-lookup.js';
 import {
   NO_SECRETS,
@@ -7,6 +8,7 @@ import {
   type SecretSet,
 } from '../protocol/secrets.js';
 import { isWebhookArchive, type WebhookArchive } from '../seams/archive.js';
+import type { Ordering } from '../seams/context.js';
 import { isWebhooksLogger, type WebhooksLogger } from '../seams/logger.js';
 import { isWebhookQueue, type WebhookQueue } from '../seams/queue.js';
 import { type IdempotencyStore, isIdempotencyStore } from '../seams/store.js';
@@ -56,15 +58,17 @@ export interface WebhooksOptions<TTransaction = unknown> {
    */
   maxBodyBytes?: number;
   /**
-   * Where processed events are recorded so each runs once; `false` turns de-duplication off.
-   * @default new MemoryStore()
+   * Where processed events are recorded so each runs once; `false` turns de-duplication off. It
+   * also keeps the ordering guard's marks (`ordering`), and named handlers' records. In queued mode
+   * the queue de-duplicates: a store given to the workers' `Webhooks` keeps the ordering marks only.
+   * @default new MemoryStore() (none in queued and transactional modes)
    */
   store?: IdempotencyStore | false;
   /**
    * Queued mode: a verified delivery is written to this queue and answered 202 once the engine has
    * confirmed the write; the engine's workers run the handlers later, with retries and dead letters
    * (`new BullMQQueue(…)` from `@pixhook/bullmq`). The queue de-duplicates on the event id, so
-   * `store` is not used and may not be given with it. Unset: handlers run in the request.
+   * `store` is used only for the ordering guard's marks. Unset: handlers run in the request.
    * @default undefined
    */
   queue?: WebhookQueue;
@@ -146,6 +150,19 @@ export interface WebhooksOptions<TTransaction = unknown> {
    * @default undefined (nothing kept)
    */
   archive?: WebhookArchive;
+  /**
+   * The ordering guard for every handler (`{ key, version? }`): a handler runs only for an event at
+   * least as new as the newest seen with the same key (`version` defaults to the signed `created`;
+   * a tie goes to the greater event id); an older event is acknowledged, its guarded handlers
+   * skipped, and `onError` hears `STALE_EVENT`. Events without a key are not guarded. A handler
+   * registered with its own `ordering` (or `ordering: false`) uses that instead. The newest version
+   * per key is kept in the store (its `advance()`; in queued mode give the workers' `Webhooks` a
+   * `store` for it) or, in transactional mode, in the event's transaction, for as long as
+   * completed events are remembered.
+   * @default undefined (no guard)
+   * @example ordering: { key: (event) => (event.type.startsWith('image.') ? `image:${event.data.object.id}` : undefined) }
+   */
+  ordering?: Ordering;
 }
 
 /** Options after validation. */
@@ -176,6 +193,8 @@ export interface ResolvedOptions {
   logger: WebhooksLogger | undefined;
   /** undefined: nothing archived. */
   archive: WebhookArchive | undefined;
+  /** The ordering guard for every handler; undefined: none (handlers may have their own). */
+  ordering: Ordering | undefined;
 }
 
 /**
@@ -197,6 +216,7 @@ export const WEBHOOKS_OPTION_NAMES = [
   'logger',
   'archive',
   'secretCache',
+  'ordering',
 ] as const satisfies readonly (keyof WebhooksOptions<unknown>)[];
 
 function deadline(value: unknown, fallback: number, name: string): number | undefined {
@@ -292,11 +312,7 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
         `pixhook: queue must have an enqueue() method (a WebhookQueue such as @pixhook/bullmq's BullMQQueue); got ${describeType(queue)}.`,
       );
     }
-    if (options.store !== undefined && options.store !== false) {
-      throw new TypeError(
-        'pixhook: give either store or queue, not both: in queued mode the queue de-duplicates on the event id, and the store would never be asked.',
-      );
-    }
+    // With a queue, the queue de-duplicates: a store given too keeps only the ordering guard's marks.
   }
 
   const now = options.now === undefined ? Date.now : options.now;
@@ -313,6 +329,14 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
   if (archive !== undefined && !isWebhookArchive(archive)) {
     throw new TypeError(
       `pixhook: archive must have a record() method (a WebhookArchive such as @pixhook/postgres' PostgresArchive or @pixhook/redis' RedisArchive); got ${describeType(archive)}.`,
+    );
+  }
+  checkOrdering(options.ordering, 'ordering');
+  if ((options.ordering as unknown) === false)
+    throw new TypeError('pixhook: ordering must be { key, version? }; leave it out for no guard.');
+  if (options.ordering !== undefined && !store && !transactions && !options.queue) {
+    throw new TypeError(
+      'pixhook: the ordering guard keeps the newest version per key in the store, and store is false: give a store (MemoryStore, RedisStore, PostgresStore) or transactions.',
     );
   }
   const bodyTimeoutMs = deadline(options.bodyTimeoutMs, 5_000, 'bodyTimeoutMs');
@@ -337,5 +361,6 @@ export function resolveOptions(options: WebhooksOptions<unknown>): ResolvedOptio
     now,
     logger,
     archive,
+    ordering: options.ordering,
   };
 }

@@ -59,6 +59,12 @@ export const ERROR_STATUS = {
    * The error's `cause` is a `SchemaMismatchError` holding the validator's issues.
    */
   SCHEMA_MISMATCH: 200,
+  /**
+   * Never an answer: told to `onError` only, when the ordering guard skipped a handler because a
+   * newer event with the same ordering key was seen before (the event was acknowledged). Not logged
+   * when nobody listens: it is the guard doing its work.
+   */
+  STALE_EVENT: 200,
 } as const;
 
 /** A pixhook error code, e.g. `'SIGNATURE_MISMATCH'`. */

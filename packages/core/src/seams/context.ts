@@ -97,21 +97,58 @@ export type ErrorHandler<TRequest = unknown> = (
 /** A handler as the pipeline stores and runs it. */
 export type AnyHandler = (event: AnyEvent, context: HandlerContext) => unknown;
 
-/** The ids of named handlers (`on(type, { id }, handler)`), by the function core runs. */
-const HANDLER_IDS = new WeakMap<AnyHandler, string>();
+/**
+ * The ordering guard of a handler, a type or a whole `Webhooks` (the `ordering` options): which
+ * events are versions of the same thing (`key`), and which is newer (`version`). A handler guarded
+ * by it runs only for an event at least as new as the newest seen for its key; an older one is
+ * acknowledged, the handler skipped, and `onError` hears `STALE_EVENT`.
+ * @typeParam TEvent - the events it is given
+ * @example { key: (event) => `image:${event.data.object.id}` }
+ */
+export interface Ordering<TEvent = AnyEvent> {
+  /**
+   * The ordering key: events with the same key are versions of one thing (an image, an account's
+   * quota). Keys are shared by every handler that uses them, so name their kind (`image:img_1`).
+   * No key (undefined, null, an empty string): the event is not guarded.
+   */
+  key: (event: TEvent) => string | undefined | null;
+  /**
+   * The event's version: greater is newer; on a tie the greater event id is taken as the newer,
+   * so every instance and every arrival order agree. No finite number: the event is not guarded
+   * (its handlers run and the mark does not move).
+   * @default the event's signed `created` (seconds)
+   */
+  version?: (event: TEvent) => number | undefined | null;
+}
+
+/** What a registration says of its handler (`on(type, { id, ordering }, handler)`). */
+export interface HandlerMeta {
+  /** The stable name that gives it its own record (`HandlerOptions.id`). */
+  readonly id?: string;
+  /** Its ordering guard; `false`: none, even with a `Webhooks`-wide one. */
+  readonly ordering?: Ordering | false;
+}
+
+/** What registrations said of the functions core runs. */
+const HANDLER_META = new WeakMap<AnyHandler, HandlerMeta>();
 
 /**
- * `handler` registered under a stable `id`: a function of its own (so one function may be
- * registered under two ids), named after the id (the archive and the traces show it).
+ * `handler` as registered with `meta`: a function of its own (so one function may be registered
+ * twice), named after its id when it has one (the archive and the traces show it).
  */
-export function namedHandler(handler: AnyHandler, id: string): AnyHandler {
-  const named: AnyHandler = (event, context) => handler(event, context);
-  Object.defineProperty(named, 'name', { value: id });
-  HANDLER_IDS.set(named, id);
-  return named;
+export function registeredHandler(handler: AnyHandler, meta: HandlerMeta): AnyHandler {
+  const registered: AnyHandler = (event, context) => handler(event, context);
+  Object.defineProperty(registered, 'name', { value: meta.id ?? handler.name });
+  HANDLER_META.set(registered, meta);
+  return registered;
 }
 
 /** The id a handler was registered under; undefined for an unnamed one. */
 export function handlerId(handler: AnyHandler): string | undefined {
-  return HANDLER_IDS.get(handler);
+  return HANDLER_META.get(handler)?.id;
+}
+
+/** The ordering a handler was registered with: its own, `false` for none, undefined when it said nothing. */
+export function handlerOrdering(handler: AnyHandler): Ordering | false | undefined {
+  return HANDLER_META.get(handler)?.ordering;
 }

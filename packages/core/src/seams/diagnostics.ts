@@ -96,6 +96,12 @@ export interface HandlerMessage {
   /** What it threw or rejected with, at `error`. */
   error?: unknown;
   /**
+   * Set when the handler did not run: `stale` (the ordering guard saw a newer event with the same
+   * key). The trace then starts and ends at once. (A handler skipped by its schema runs the
+   * validation and ends with the `SCHEMA_MISMATCH` as its `error`.)
+   */
+  readonly skipped?: 'stale';
+  /**
    * Set by a subscriber to `start` to run the handler inside its own context (OpenTelemetry's
    * active span): pixhook calls the handler through it.
    */
@@ -281,4 +287,26 @@ export function callHandler(
     parent,
   };
   return traceStep(handlerChannel, message, () => handler(event, context));
+}
+
+/** Traces a handler the ordering guard skipped (`skipped: 'stale'`), when someone subscribes. */
+export function traceSkipped(
+  handler: AnyHandler,
+  index: number,
+  event: AnyEvent,
+  context: HandlerContext,
+  parent: DeliveryMessage | JobMessage | undefined,
+): void {
+  if (!handlerChannel.hasSubscribers) return;
+  const message: HandlerMessage = {
+    eventType: event.type,
+    eventId: event.id,
+    deliveryId: context.deliveryId,
+    handlerName: handler.name || 'anonymous',
+    index,
+    job: context.job,
+    parent,
+    skipped: 'stale',
+  };
+  traceStep(handlerChannel, message, () => undefined);
 }

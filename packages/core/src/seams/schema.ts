@@ -65,7 +65,7 @@ function mismatch(event: AnyEvent, name: string, issues: readonly StandardSchema
   const cause = new SchemaMismatchError(issues);
   const error = new WebhookVerificationError(
     'SCHEMA_MISMATCH',
-    `The data.object of ${event.type} event ${event.id} does not match the schema of handler ${name}, which was skipped: ${describeIssues(issues)}. The event is the service's own (it was signed), so it was acknowledged: fix the schema, then replay it.`,
+    `The data.object of ${event.type} event ${event.id} does not match the schema of handler ${name}, which was skipped: ${describeIssues(issues)}. The event is the service's own (it was signed), so it was acknowledged (in a queue worker: kept as a dead letter): fix the schema, then replay it (or retry the dead letter).`,
     { cause },
   );
   MISMATCHES.add(error);

@@ -2,6 +2,23 @@
 export type ClaimResult = 'claimed' | 'in-flight' | 'completed';
 
 /**
+ * What the ordering guard's mark says of an event (`IdempotencyStore.advance`): `current` (it is
+ * the newest seen for its key, or that newest itself: it runs) or `stale` (a newer one was seen:
+ * its guarded handlers are skipped).
+ */
+export type OrderingResult = 'current' | 'stale';
+
+/**
+ * The ordering guard's rule, which every store applies: event (`version`, `eventId`) is current
+ * against the mark (`markVersion`, `markEventId`) when its version is greater, or equal with an
+ * event id that is not smaller (compared as strings, by UTF-16 code units, as JavaScript's `<`
+ * and Postgres' `COLLATE "C"` do). Equal ids are the same event, run again (a retry, a replay).
+ */
+export function isCurrent(version: number, eventId: string, markVersion: number, markEventId: string): boolean {
+  return version > markVersion || (version === markVersion && eventId >= markEventId);
+}
+
+/**
  * Where pixhook records which events were processed, so each runs once. `MemoryStore` (the default)
  * serves one process; `@pixhook/redis` serves several instances behind one URL.
  *
@@ -37,6 +54,13 @@ export interface IdempotencyStore {
   extend?(eventId: string, token: string): Promise<boolean>;
   /** Optional. How long a claim holds, in ms; paces `extend`. */
   readonly inFlightTtlMs?: number;
+  /**
+   * Optional; needed by the ordering guard (`ordering` options). Atomically, for the mark kept under
+   * `key` (an ordering key, scoped by tenant): when (`version`, `eventId`) is current against it
+   * (`isCurrent`), or there is none, keeps it as the mark, for as long as completed events are
+   * remembered, and answers `current`; else changes nothing and answers `stale`.
+   */
+  advance?(key: string, version: number, eventId: string): Promise<OrderingResult>;
   /**
    * Optional. A condition that weakens the guarantee without failing a claim (`MemoryStore`: ids
    * forgotten before their TTL because it was full), handed over once; core asks after each claim

@@ -65,6 +65,11 @@ export interface OpenEvent<TTransaction> {
   commit(): Promise<void | CommitReadBack>;
   /** A handler failed: rolls back, so none of its writes are kept and the next delivery runs it again. */
   rollback(): Promise<void>;
+  /**
+   * Optional; needed by the ordering guard in transactional mode: `IdempotencyStore.advance`, in
+   * this transaction, so the mark moves only if it commits (and holds its row until then).
+   */
+  advance?(key: string, version: number, eventId: string): Promise<'current' | 'stale'>;
 }
 
 /**

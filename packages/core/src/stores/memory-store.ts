@@ -3,6 +3,8 @@ import {
   DEFAULT_COMPLETED_TTL_MS,
   DEFAULT_IN_FLIGHT_TTL_MS,
   type IdempotencyStore,
+  isCurrent,
+  type OrderingResult,
 } from '../seams/store.js';
 import { assertKnownOptions, describeType } from '../util/option-checks.js';
 import { CompletedEvents } from './completed-events.js';
@@ -39,6 +41,14 @@ export interface MemoryStoreOptions {
 export const claimNow = Symbol('pixhook.MemoryStore.claimNow');
 export const completeNow = Symbol('pixhook.MemoryStore.completeNow');
 export const releaseNow = Symbol('pixhook.MemoryStore.releaseNow');
+export const advanceNow = Symbol('pixhook.MemoryStore.advanceNow');
+
+/** The ordering guard's mark for one key. */
+interface Mark {
+  version: number;
+  eventId: string;
+  expiresAt: number;
+}
 
 /** A claim held while its handlers run. */
 interface InFlight {
@@ -71,6 +81,8 @@ export class MemoryStore implements IdempotencyStore {
   // completed. Completing moves an id from the first to the second: per delivery, the large
   // structure sees one lookup and one insertion, and no object is allocated for it.
   readonly #inFlight = new Map<string, InFlight>();
+  /** The ordering guard's marks, oldest update first (at most maxEntries). */
+  readonly #marks = new Map<string, Mark>();
   readonly #completed: CompletedEvents;
   /** The clock's reading when the store was made; times are kept relative to it. */
   readonly #base: number;
@@ -172,6 +184,27 @@ export class MemoryStore implements IdempotencyStore {
     const held = this.#inFlight.get(eventId);
     // Only the caller's own claim: a run whose claim expired must not free a later delivery's.
     if (held !== undefined && held.token === token) this.#inFlight.delete(eventId);
+  }
+
+  async advance(key: string, version: number, eventId: string): Promise<OrderingResult> {
+    return this[advanceNow](key, version, eventId);
+  }
+
+  /** The ordering guard's compare-and-set (`IdempotencyStore.advance`), synchronously. */
+  [advanceNow](key: string, version: number, eventId: string): OrderingResult {
+    const now = this.#time();
+    const mark = this.#marks.get(key);
+    if (mark !== undefined && mark.expiresAt > now && !isCurrent(version, eventId, mark.version, mark.eventId)) {
+      return 'stale';
+    }
+    // Moved to the end: the Map's order is the order of the last updates, oldest first.
+    this.#marks.delete(key);
+    if (this.#marks.size >= this.#maxEntries) {
+      const oldest = this.#marks.keys().next();
+      if (!oldest.done) this.#marks.delete(oldest.value);
+    }
+    this.#marks.set(key, { version, eventId, expiresAt: now + this.#completedTtlMs });
+    return 'current';
   }
 
   async extend(eventId: string, token?: string): Promise<boolean> {
