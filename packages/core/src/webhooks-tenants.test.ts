@@ -401,16 +401,22 @@ for (const crypto of ['node:crypto', 'Web Crypto'] as const) {
       expect(calls).toEqual(['acme', 'acme']);
     });
 
-    it('answers a synchronous lookup from the same turn and an async one alike', async () => {
+    it('answers a synchronous lookup from the same turn and an async one alike, with or without a deadline', async () => {
       start();
       const sync = countingLookup();
       const asynchronous = countingLookup(async (tenant) => SECRETS[tenant]);
-      for (const { lookup } of [sync, asynchronous]) {
-        const { webhooks } = setup(lookup);
+      for (const [{ lookup }, deliveryTimeoutMs] of [
+        [sync, undefined],
+        [asynchronous, undefined],
+        [asynchronous, false],
+      ] as const) {
+        const { webhooks } = setup(lookup, { deliveryTimeoutMs });
         webhooks.on('image.created', () => {});
         expect((await post(webhooks, 'acme')).status).toBe(200);
         expect((await post(webhooks, 'globex', { secret: SECRETS.acme })).status).toBe(400);
       }
+      expect(sync.calls).toEqual(['acme', 'globex']);
+      expect(asynchronous.calls).toEqual(['acme', 'globex', 'acme', 'globex']);
     });
 
     it('runs the same event id once per tenant, and a redelivery to one tenant is a duplicate', async () => {
