@@ -9,7 +9,13 @@ const HINT =
 /** The names of body-parser's middleware (Express 4 and 5), which Nest and apps add with `app.use()`. */
 const BODY_PARSERS = new Set(['jsonParser', 'urlencodedParser', 'rawParser', 'textParser']);
 
-type ExpressRequest = IncomingMessage & { body?: unknown; rawBody?: unknown };
+type ExpressRequest = IncomingMessage & { body?: unknown; rawBody?: unknown; params?: unknown };
+/** The module's `tenant` option (the default reads the `:tenant` route parameter). */
+type ReadTenant = ((request: never) => string | undefined) | undefined;
+
+/** The default `tenant` option on Express: the `:tenant` route parameter. */
+const tenantParameter = (req: ExpressRequest): string | undefined =>
+  (req.params as { tenant?: string } | undefined)?.tenant;
 interface Layer {
   handle?: { name?: string };
   route?: unknown;
@@ -30,7 +36,13 @@ interface FastifyLike {
  *
  * @returns whether the route could be placed before the body parsers
  */
-export function mountOnExpress(app: ExpressApp, path: string, webhooks: WebhooksLike<ExpressRequest>): boolean {
+export function mountOnExpress(
+  app: ExpressApp,
+  path: string,
+  webhooks: WebhooksLike<ExpressRequest>,
+  tenant: ReadTenant,
+): boolean {
+  const readTenant = (tenant as ((req: ExpressRequest) => unknown) | undefined) ?? tenantParameter;
   app.all(path, function pixhookWebhooks(req, res, next) {
     webhooks
       .handle({
@@ -38,6 +50,7 @@ export function mountOnExpress(app: ExpressApp, path: string, webhooks: Webhooks
         headers: req.headers,
         body: nodeBodyReader(req, rawCopyOf(req.body, req.rawBody), HINT),
         request: req,
+        tenant: tenantOf(readTenant, req),
       })
       .then(
         (result) => sendAnswer(res, result, next),
@@ -60,6 +73,25 @@ export function mountOnExpress(app: ExpressApp, path: string, webhooks: Webhooks
  * Registers `@pixhook/fastify` on the Fastify instance under Nest: its raw-body parser lives in
  * the plugin's own context, so the app's other routes keep Nest's parsers.
  */
-export function mountOnFastify(instance: FastifyLike, path: string, webhooks: WebhooksLike): void {
-  instance.register(pixhookFastify, { webhooks, path });
+export function mountOnFastify(instance: FastifyLike, path: string, webhooks: WebhooksLike, tenant: ReadTenant): void {
+  // The plugin reads the `:tenant` parameter itself when no tenant option is given.
+  instance.register(pixhookFastify, tenant === undefined ? { webhooks, path } : { webhooks, path, tenant });
+}
+
+/**
+ * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
+ * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
+ * nothing either, and its rejection is not left unhandled.
+ */
+function tenantOf(read: (req: ExpressRequest) => unknown, req: ExpressRequest): string | undefined {
+  try {
+    const tenant = read(req);
+    if (typeof tenant === 'string') return tenant;
+    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
+      Promise.resolve(tenant).catch(() => {});
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -52,7 +52,7 @@ export class PixhookModule extends PixhookConfigurableModule implements OnModule
 
   /** Adds the decorated methods, then mounts the route; both before the app takes requests. */
   onModuleInit(): void {
-    const { webhooks, path } = this.setup;
+    const { webhooks, path, tenant } = this.setup;
     const handlers = addDecoratedHandlers(webhooks, this.discovery, this.scanner);
     const adapter = this.adapterHost?.httpAdapter;
     if (adapter === undefined || adapter === null) {
@@ -61,14 +61,14 @@ export class PixhookModule extends PixhookConfigurableModule implements OnModule
     }
     const platform = adapter.getType();
     if (platform === 'express') {
-      const ahead = mountOnExpress(adapter.getInstance(), path, webhooks);
+      const ahead = mountOnExpress(adapter.getInstance(), path, webhooks, tenant);
       if (!ahead) {
         this.#logger.warn(
           `Could not place the webhook route before the app's body parsers; create the app with NestFactory.create(AppModule, { rawBody: true }) so the raw bytes are kept.`,
         );
       }
     } else if (platform === 'fastify') {
-      mountOnFastify(adapter.getInstance(), path, webhooks);
+      mountOnFastify(adapter.getInstance(), path, webhooks, tenant);
     } else {
       throw new Error(
         `pixhook: @pixhook/nestjs mounts its route on @nestjs/platform-express and @nestjs/platform-fastify; this app runs on "${String(platform)}". Use webhooks.handle() from your own route there.`,

@@ -239,6 +239,103 @@ describe.each(PLATFORMS)('@pixhook/nestjs on %s', (platform) => {
     expect(ledger.entries.filter((entry) => entry.startsWith('created'))).toHaveLength(platform === 'express' ? 2 : 1);
   });
 
+  describe('the tenant, with secrets looked up per tenant', () => {
+    const SECRETS: Record<string, string> = { acme: 'whsec_nest_acme_7b2f', globex: 'whsec_nest_globex_3e8c' };
+    function tenantWebhooks() {
+      const webhooks = new Webhooks({ secret: async (tenant) => SECRETS[tenant] });
+      const tenants: (string | undefined)[] = [];
+      const causes: string[] = [];
+      webhooks.onAny((_event, context) => void tenants.push(context.tenant));
+      webhooks.onError((error) => void causes.push(`${error.code}: ${(error.cause as Error | undefined)?.message}`));
+      return { webhooks, tenants, causes };
+    }
+    const to = (path: string, tenant: string) => ({ ...delivery(undefined, { secret: SECRETS[tenant] }), path });
+
+    it.each<NestAppOptions>([{}, { rawBody: true }])(
+      "path 'webhooks/:tenant' (no leading slash, as @Controller() takes it): the :tenant parameter chooses the secret (%o)",
+      async (options) => {
+        const { webhooks, tenants } = tenantWebhooks();
+        const { send } = await start(
+          platform,
+          options,
+          appModule(PixhookModule.forRoot({ webhooks, path: 'webhooks/:tenant' })),
+        );
+        expect((await send(to('/webhooks/acme', 'acme'))).status).toBe(200);
+        expect(errorCode((await send(to('/webhooks/globex', 'acme'))).json)).toBe('SIGNATURE_MISMATCH');
+        expect((await send(to('/webhooks/globex', 'globex'))).status).toBe(200);
+        expect(tenants).toEqual(['acme', 'globex']);
+      },
+    );
+
+    it('the tenant option replaces the default: a header here, with the secret lookup among the module options', async () => {
+      const tenants: (string | undefined)[] = [];
+      @Injectable()
+      class TenantHandlers {
+        @OnAnyWebhook()
+        any(_event: AnyEvent, context: WebhookHandlerContext) {
+          tenants.push(context.tenant);
+        }
+      }
+      @Module({
+        imports: [
+          PixhookModule.forRoot({
+            secret: (tenant) => SECRETS[tenant],
+            tenant: (request: { headers: Record<string, string | string[] | undefined> }) =>
+              request.headers['x-tenant'] as string | undefined,
+          }),
+        ],
+        providers: [TenantHandlers],
+      })
+      class TenantModule {}
+      const started = await startNestApp(TenantModule, platform);
+      running.push(started);
+      const { send } = started;
+      const request = to('/webhooks', 'globex');
+      expect((await send({ ...request, headers: { ...request.headers, 'x-tenant': 'globex' } })).status).toBe(200);
+      expect(tenants).toEqual(['globex']);
+    });
+
+    it('a tenant option that throws, or answers no string, gives no tenant: 400 SIGNATURE_MISMATCH, the app goes on', async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const answers = [
+          () => {
+            throw new Error('tenant parser bug');
+          },
+          () => null,
+          async () => {
+            throw new Error('async tenant parser bug');
+          },
+        ];
+        for (const tenant of answers) {
+          const { webhooks, tenants, causes } = tenantWebhooks();
+          const { send } = await start(
+            platform,
+            {},
+            appModule(PixhookModule.forRoot({ webhooks, path: '/webhooks/:tenant', tenant: tenant as never })),
+          );
+          const res = await send(to('/webhooks/acme', 'acme'));
+          expect({ status: res.status, code: errorCode(res.json) }).toEqual({
+            status: 400,
+            code: 'SIGNATURE_MISMATCH',
+          });
+          expect(res.text).not.toContain('tenant parser bug');
+          expect(tenants).toEqual([]);
+          expect(causes).toEqual([
+            expect.stringMatching(/^SIGNATURE_MISMATCH: pixhook: no tenant came with this request/),
+          ]);
+        }
+        // Node reports an unhandled rejection once the microtasks have run, before the next turn.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(unhandled).toEqual([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    });
+  });
+
   it('takes its options from forRootAsync({ imports, inject, useFactory }), the secret from ConfigService', async () => {
     const pixhook = PixhookModule.forRootAsync({
       imports: [ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ SIGNING_SECRET: SECRET })] })],
@@ -407,11 +504,22 @@ describe('@pixhook/nestjs refuses at startup', () => {
   });
 
   it('a path that is not a plain path', async () => {
-    for (const path of ['webhooks', '/hooks/:id', '/a*', '']) {
+    for (const path of ['/hooks/:', '/hooks/a:b', '/hooks/:9', '/a*', '/(.*)', '']) {
       expect(await startupError(appModule(PixhookModule.forRoot({ secret: SECRET, path })))).toMatch(
-        /path must start with "\/"/,
+        /^pixhook: PixhookModule: path must be a path such as "\/webhooks" or "\/webhooks\/:tenant"/,
       );
     }
+  });
+
+  it('a tenant option that is not a function', async () => {
+    for (const tenant of ['acme', null, { param: 'tenant' }]) {
+      expect(await startupError(appModule(PixhookModule.forRoot({ secret: SECRET, tenant } as never)))).toMatch(
+        /^pixhook: PixhookModule: tenant takes a function/,
+      );
+    }
+    expect(
+      await startupError(appModule(PixhookModule.forRoot({ secret: SECRET, tenants: () => 'a' } as never))),
+    ).toMatch(/no option "tenants".*Did you mean "tenant"\?/);
   });
 
   it('a Webhooks and the options of another, together', async () => {
