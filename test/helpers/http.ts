@@ -32,9 +32,21 @@ export interface AdapterUnderTest {
   name: string;
   /** Mounts `webhooks` at `/webhooks` in a fresh app, the way the README tells users to. */
   create(webhooks: Webhooks): Promise<Client>;
+  /**
+   * Mounts `webhooks` at `/webhooks/:tenant` in a fresh app, the tenant read as the README's "A
+   * secret per tenant" says: the adapter's default (the route's `tenant` parameter) where it has
+   * one, else its `tenant` option reading the last segment of the path.
+   */
+  createTenant?(webhooks: Webhooks): Promise<Client>;
 }
 
 export const WEBHOOK_PATH = '/webhooks';
+
+/** Where `createTenant` mounts, in Express, Fastify and Nest route syntax. */
+export const TENANT_ROUTE = '/webhooks/:tenant';
+
+/** The tenant of a path under `/webhooks/`, for adapters without route parameters (Koa's middleware, fetch, Function URLs, ALB). */
+export const tenantOfPath = (path: string): string | undefined => /^\/webhooks\/([^/]+)\/?$/.exec(path)?.[1];
 
 export function toResponse(status: number, headers: Record<string, unknown>, text: string): TestResponse {
   const flat: Record<string, string> = {};

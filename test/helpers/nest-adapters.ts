@@ -5,7 +5,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { Webhooks } from '@pixhook/core';
 import { PixhookModule } from '@pixhook/nestjs';
-import { type AdapterUnderTest, httpSend, type TestRequest, WEBHOOK_PATH } from './http.js';
+import { type AdapterUnderTest, httpSend, TENANT_ROUTE, type TestRequest, WEBHOOK_PATH } from './http.js';
 
 export type NestPlatform = 'express' | 'fastify';
 
@@ -45,6 +45,14 @@ function nestAdapter(platform: NestPlatform, options: NestAppOptions): AdapterUn
     create: async (webhooks: Webhooks) => {
       const { send, close } = await startNestApp(
         PixhookModule.forRoot({ webhooks, path: WEBHOOK_PATH }),
+        platform,
+        options,
+      );
+      return { send, close };
+    },
+    createTenant: async (webhooks: Webhooks) => {
+      const { send, close } = await startNestApp(
+        PixhookModule.forRoot({ webhooks, path: TENANT_ROUTE }),
         platform,
         options,
       );
