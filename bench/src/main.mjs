@@ -8,6 +8,7 @@ import { runInbox } from './inbox/scenario.mjs';
 import { runLambda } from './lambda/scenario.mjs';
 import { machine } from './machine.mjs';
 import { runMemory } from './memory/scenario.mjs';
+import { runOrdering } from './ordering/scenario.mjs';
 import { pinning } from './pin.mjs';
 import { printResults } from './report/console.mjs';
 import { markdown } from './report/markdown.mjs';
@@ -39,6 +40,8 @@ const SETTINGS = {
     // In process, as the Lambda handler: schemas' cost per delivery; a secret per tenant.
     schema: { rounds: 7, minCpuTimeMs: 60, warmCpuTimeMs: 60 },
     tenant: { rounds: 7, minCpuTimeMs: 60, warmCpuTimeMs: 60 },
+    // In process too: the ordering guard and a named handler on MemoryStore, RedisStore, PostgresStore.
+    ordering: { rounds: 7, minCpuTimeMs: 60, warmCpuTimeMs: 60 },
   },
   smoke: {
     verify: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
@@ -57,6 +60,7 @@ const SETTINGS = {
     },
     schema: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
     tenant: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
+    ordering: { rounds: 1, minCpuTimeMs: 3, warmCpuTimeMs: 3 },
   },
 };
 
@@ -81,6 +85,7 @@ const scenarios = {
   inbox: () => runInbox(settings.inbox),
   schema: () => runSchema(settings.schema),
   tenant: () => runTenant(settings.tenant),
+  ordering: () => runOrdering(settings.ordering),
 };
 
 async function main() {

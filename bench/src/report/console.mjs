@@ -9,6 +9,7 @@ import {
   lambdaTable,
   memoryTable,
   nestTable,
+  orderingTable,
   postgresTable,
   queuedTable,
   schemaTable,
@@ -52,5 +53,9 @@ export function printResults(results, targetList) {
   }
   if (results.schema) out('Schemas in process, 1 KiB deliveries', schemaTable(results.schema));
   if (results.tenant) out('A secret per tenant in process, 1 KiB deliveries', tenantTable(results.tenant));
+  if (results.ordering) {
+    out('The ordering guard and named handlers in process, 1 KiB deliveries', orderingTable(results.ordering));
+    for (const note of results.ordering.notes ?? []) console.log(`\nnote: ordering: ${note}`);
+  }
   out('Targets', targetTable(targetList));
 }

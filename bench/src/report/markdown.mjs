@@ -9,6 +9,7 @@ import {
   lambdaTable,
   memoryTable,
   nestTable,
+  orderingTable,
   postgresTable,
   queuedTable,
   schemaTable,
@@ -43,7 +44,7 @@ export function markdown(results, targetList, settings) {
     'pnpm bench:smoke   # one short round of every scenario (CI); fails if a scenario breaks, not on speed',
     '```',
     '',
-    'Options after `pnpm --filter @pixhook/bench bench --`: `--only=verify,http,memory,lambda,inbox,schema,tenant` and',
+    'Options after `pnpm --filter @pixhook/bench bench --`: `--only=verify,http,memory,lambda,inbox,schema,tenant,ordering` and',
     '`--frameworks=express,fastify,koa,nest-express,nest-fastify` (a partial run does not rewrite this file).',
     '',
     '## Machine',
@@ -62,7 +63,7 @@ export function markdown(results, targetList, settings) {
             fixed ? ` (and at a fixed ${rate} req/s: ${fixed.rounds} × ${fixed.seconds} s)` : ''
           }, memory ${settings.memory.rounds}${settings.lambda ? `, Lambda handler ${settings.lambda.rounds}` : ''}${
             settings.inbox ? `, inbox ${settings.inbox.cost.rounds} × ${settings.inbox.cost.seconds} s` : ''
-          }${settings.schema ? `, schemas ${settings.schema.rounds}` : ''}${settings.tenant ? `, secret per tenant ${settings.tenant.rounds}` : ''}`,
+          }${settings.schema ? `, schemas ${settings.schema.rounds}` : ''}${settings.tenant ? `, secret per tenant ${settings.tenant.rounds}` : ''}${settings.ordering ? `, ordering ${settings.ordering.rounds}` : ''}`,
         ],
         [
           'versions',
@@ -194,6 +195,7 @@ export function markdown(results, targetList, settings) {
   if (results.lambda) parts.push(...lambdaSection(results.lambda, settings.lambda));
   if (results.inbox) parts.push(...inboxSection(results.inbox));
   if (results.schema || results.tenant) parts.push(...semanticsSection(results, settings));
+  if (results.ordering) parts.push(...orderingSection(results.ordering, settings.ordering));
   parts.push(
     '## Before and after issue 9',
     '',
@@ -461,6 +463,36 @@ function semanticsSection(results, settings) {
       '',
     );
   }
+  return parts;
+}
+
+/** Section 7: what the ordering guard and a named handler cost per delivery, in process, and how it is measured. */
+function orderingSection(ordering, s) {
+  const parts = [
+    '## 7. The ordering guard and named handlers, in process',
+    '',
+    'As section 6: one process pinned to core 1 calls `webhooks.handle({ method, headers, body })` in a loop, every call',
+    `a new 1 KiB delivery built before the timed loop, each awaited before the next; ${s.minCpuTimeMs} ms of CPU per`,
+    `candidate per round, ${s.rounds} round${s.rounds === 1 ? '' : 's'} in an order that rotates (and reverses every other round), after a warm-up.`,
+    'Each candidate has its own `Webhooks` and store with one counting handler: `MemoryStore`, `RedisStore` (ioredis,',
+    'on a redis-server of its own) and `PostgresStore` (a `pg` pool, on a Postgres cluster of its own with its durability',
+    'defaults: each commit waits for its WAL flush), both servers pinned to core 0. Per store, the baseline registers',
+    "the handler as `on('image.created', handler)` with no ordering; the others add `ordering: { key }` to",
+    "`new Webhooks()` (one `advance()` per delivery: the mark's compare-and-set) or name the handler",
+    "(`on('image.created', { id: 'count' }, handler)`: its own record, one claim and one completion more per delivery).",
+    `The ordering key cycles over ${int(ordering.keys ?? 46_656)} images and every event is newer than the last of its key, so`,
+    "every call runs the handler and moves its key's mark. Before the rounds each candidate is checked: a redelivery is",
+    'a duplicate, and an older event of a key already seen is acknowledged and skipped with `STALE_EVENT` under the',
+    'guard (run without it); a call in the rounds that does not answer 200 or run the handler once fails the run.',
+    '',
+    "Two clocks: the process's CPU time (ops/s of one core, **CPU added per call**: the client-side work), and the wall",
+    'clock, which also counts the round trips the store waits for (**wall added per call**: what a delivery waits',
+    'longer). Both are compared per round with the same store without the guard (or with the handler unnamed).',
+    '',
+    md(orderingTable(ordering)),
+    '',
+  ];
+  for (const note of ordering.notes ?? []) parts.push(`Note: ${note}.`, '');
   return parts;
 }
 

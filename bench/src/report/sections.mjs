@@ -155,6 +155,41 @@ export function tenantTable(tenant) {
   return inProcessTable(tenant, (r) => (r.id === r.baseline ? '—' : (names[r.baseline] ?? r.baseline)));
 }
 
+/**
+ * The ordering guard and named handlers in process: each row against the same store without the
+ * guard (or with the handler unnamed), on the CPU clock (ops/s of one core, CPU added) and on the
+ * wall clock (which counts the round trips to Redis and Postgres).
+ */
+export function orderingTable(ordering) {
+  const added = (s) => `${signedNs(s.median)} (${signedNs(s.min)} to ${signedNs(s.max)})`;
+  const labels = new Map(ordering.rows.map((r) => [r.id, r.label]));
+  return {
+    head: [
+      'call',
+      'CPU per call',
+      'ops/s ÷ baseline (CPU)',
+      'CPU added per call',
+      'wall time per call',
+      'calls/s ÷ baseline (wall)',
+      'wall added per call',
+      'baseline',
+    ],
+    rows: ordering.rows.map((r) => {
+      const itself = r.id === r.baseline;
+      return [
+        r.label,
+        `${ns(r.time.median)} (${ns(r.time.min)}–${ns(r.time.max)})`,
+        itself ? '1 (itself)' : ratio(r.vsBaseline),
+        itself ? '—' : added(r.addedNs),
+        r.wall ? `${ns(r.wall.median)} (${ns(r.wall.min)}–${ns(r.wall.max)})` : '—',
+        itself || !r.wall ? '—' : ratio(r.wallVsBaseline),
+        itself || !r.wall ? '—' : added(r.wallAddedNs),
+        itself ? '—' : (labels.get(r.baseline) ?? r.baseline),
+      ];
+    }),
+  };
+}
+
 /** `1.0 (0.0–2.0)` ms from a spread of whole milliseconds; `—` when there is none. */
 function msSpread(s) {
   if (!s || Number.isNaN(s.median)) return '—';

@@ -122,6 +122,21 @@ export function targets(results) {
         .join('; '),
     });
   }
+  // The ordering guard and named handlers (no target: figures only).
+  if (results.ordering) {
+    const rows = results.ordering.rows.filter((r) => r.id !== r.baseline);
+    list.push({
+      target:
+        'ordering: the ordering guard and a named handler ÷ the same store without, in process, 1 KiB deliveries (CPU ops/s; wall time added)',
+      info: true,
+      worst: rows
+        .map(
+          (r) =>
+            `${r.id} ${ratio(r.vsBaseline, 3)}, ${r.wallAddedNs ? `${r.wallAddedNs.median >= 0 ? '+' : '−'}${ns(Math.abs(r.wallAddedNs.median))} wall` : ''}`,
+        )
+        .join('; '),
+    });
+  }
   // The inbox (no target: the issue asks for the figures): each archive against the same mode without
   // one, and the list's time at the largest size seeded.
   for (const r of results.inbox?.cost?.rows ?? []) {
