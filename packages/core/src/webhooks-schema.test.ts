@@ -285,6 +285,10 @@ describe('schemas: validators', () => {
       /^pixhook: on\(type, options, handler\): unknown option "shema"; it takes schema/,
     );
     expectTypeError(
+      () => webhooks.on('image.created', z.object({ id: z.string() }) as never, handler),
+      /^pixhook: on\(type, options, handler\): options is a schema itself; pass it as \{ schema \}\.$/,
+    );
+    expectTypeError(
       () => webhooks.on('image.created', null as never, handler),
       /^pixhook: on\(type, options, handler\): options must be an object such as \{ schema \}; got null\.$/,
     );

@@ -155,6 +155,10 @@ describe('secret entries: options', () => {
 
   it('refuses invalid entries with TypeErrors that never show the secret', () => {
     const cases: [unknown, RegExp][] = [
+      [
+        { secret: NEW, notAfter: 1_800_000_000 },
+        /^pixhook: secret\.notAfter 1800000000 is in 1970 as milliseconds: it looks like seconds/,
+      ],
       [{ secret: NEW, label: NEW }, /^pixhook: secret\.label is the secret itself/],
       [[OLD, { secret: NEW, label: NEW }], /^pixhook: secret\[1\]\.label is the secret itself/],
       [{ secret: NEW, label: 'x'.repeat(65) }, /^pixhook: secret\.label must be a non-empty string of at most 64/],
@@ -187,7 +191,7 @@ describe('secret entries: options', () => {
   });
 
   it(`accepts at most MAX_SECRETS (${MAX_SECRETS}) secrets, expired ones included`, () => {
-    const three: SecretEntry[] = [{ secret: NEW }, { secret: OLD, notAfter: 0 }, { secret: 'whsec_third' }];
+    const three: SecretEntry[] = [{ secret: NEW }, { secret: OLD, notAfter: new Date(0) }, { secret: 'whsec_third' }];
     expect(() => new Webhooks({ secret: three })).not.toThrow();
     const error = refused([...three, 'whsec_fourth_secret']);
     expect(error).toBeInstanceOf(RangeError);

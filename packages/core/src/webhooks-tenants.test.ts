@@ -491,6 +491,23 @@ describe('a secret per tenant: entries', () => {
   });
 });
 
+describe('a secret per tenant: the cache under a flood of made-up tenants', () => {
+  it('keeps tenants without a secret apart: they never evict a real tenant', async () => {
+    const { calls, lookup } = countingLookup();
+    const { webhooks } = setup(lookup, { secretCache: { max: 2 } });
+    expect((await post(webhooks, 'acme')).status).toBe(200);
+    for (let i = 0; i < 20; i++) expect((await post(webhooks, `made-up-${i}`)).status).toBe(400);
+    expect((await post(webhooks, 'acme')).status).toBe(200);
+    expect(calls.filter((tenant) => tenant === 'acme')).toEqual(['acme']);
+    // Not-found answers are cached too, within their own bound.
+    expect((await post(webhooks, 'made-up-19')).status).toBe(400);
+    expect(calls.filter((tenant) => tenant === 'made-up-19')).toHaveLength(1);
+    webhooks.forgetSecrets('made-up-19');
+    await post(webhooks, 'made-up-19');
+    expect(calls.filter((tenant) => tenant === 'made-up-19')).toHaveLength(2);
+  });
+});
+
 describe('a secret per tenant: options', () => {
   it('refuses secretCache without a secret function, and bad cache options', () => {
     expect(() => new Webhooks({ secret: 'whsec_plain', secretCache: { max: 5 } })).toThrow(

@@ -93,10 +93,13 @@ function withOptions(options: unknown, handler: AnyHandler): AnyHandler {
       `pixhook: on(type, options, handler): options must be an object such as { schema }; got ${describeType(options)}.`,
     );
   }
+  if (isStandardSchema(options)) {
+    throw new TypeError('pixhook: on(type, options, handler): options is a schema itself; pass it as { schema }.');
+  }
   for (const key of Object.keys(options)) {
     if (!HANDLER_OPTIONS.has(key)) {
       throw new TypeError(
-        `pixhook: on(type, options, handler): unknown option ${JSON.stringify(key.slice(0, 40))}; it takes schema.`,
+        `pixhook: on(type, options, handler): unknown option ${JSON.stringify(key.slice(0, 40))}; it takes schema, id and ordering.`,
       );
     }
   }

@@ -20,7 +20,7 @@ export const MAX_TENANT_CHARACTERS = 256;
 
 /** How a tenant's secrets are cached (the `secretCache` option). */
 export interface SecretCacheOptions {
-  /** Most tenants kept (least recently used go first). @default 1000 */
+  /** Most tenants kept (least recently used go first), and as many tenants found to have no secret, kept apart. @default 1000 */
   max?: number;
   /** How long a lookup's answer is kept, in ms: found or not found (a failure is never kept). @default 60_000 */
   ttlMs?: number;
@@ -48,6 +48,11 @@ function lookupFailed(cause: unknown): WebhookVerificationError {
 export class TenantSecrets {
   readonly #lookup: SecretLookup;
   readonly #cache: LRUCache<string, SecretSet> | undefined;
+  /**
+   * Tenants the lookup found nothing for, apart: a flood of made-up tenants (any request can name
+   * one) evicts only these, never the real tenants' secrets.
+   */
+  readonly #unknown: LRUCache<string, SecretSet> | undefined;
   readonly #pending = new Map<string, Promise<SecretSet>>();
   /** Bumped by `forget()`: a lookup that started before it is not cached. */
   #generation = 0;
@@ -66,10 +71,10 @@ export class TenantSecrets {
         );
       }
     }
-    this.#cache = new LRUCache<string, SecretSet>({
-      max: positive(given.max, 1000, 'max'),
-      ttl: positive(given.ttlMs, 60_000, 'ttlMs'),
-    });
+    const max = positive(given.max, 1000, 'max');
+    const ttl = positive(given.ttlMs, 60_000, 'ttlMs');
+    this.#cache = new LRUCache<string, SecretSet>({ max, ttl });
+    this.#unknown = new LRUCache<string, SecretSet>({ max, ttl });
   }
 
   /**
@@ -80,7 +85,7 @@ export class TenantSecrets {
    * settles must not hold every later delivery of its tenant).
    */
   secretsFor(tenant: string, timeoutMs?: number): Maybe<SecretSet> {
-    const cached = this.#cache?.get(tenant);
+    const cached = this.#cache?.get(tenant) ?? this.#unknown?.get(tenant);
     if (cached !== undefined) return cached;
     const pending = this.#pending.get(tenant);
     if (pending !== undefined) return pending;
@@ -128,9 +133,11 @@ export class TenantSecrets {
     this.#generation++;
     if (tenant === undefined) {
       this.#cache?.clear();
+      this.#unknown?.clear();
       this.#pending.clear();
     } else {
       this.#cache?.delete(tenant);
+      this.#unknown?.delete(tenant);
       this.#pending.delete(tenant);
     }
   }
@@ -146,7 +153,8 @@ export class TenantSecrets {
   }
 
   #keep(tenant: string, secrets: SecretSet, generation: number): SecretSet {
-    if (generation === this.#generation) this.#cache?.set(tenant, secrets);
+    if (generation === this.#generation)
+      (secrets.list.length === 0 ? this.#unknown : this.#cache)?.set(tenant, secrets);
     return secrets;
   }
 }

@@ -88,6 +88,9 @@ export function assertSecret(secret: unknown, name: string): asserts secret is s
 
 const ENTRY_KEYS = new Set(['secret', 'label', 'notAfter']);
 
+/** Below this many milliseconds (1970-04-26), a `notAfter` number is seconds given by mistake. */
+const SECONDS_LOOK = 10_000_000_000;
+
 /** `notAfter` as ms since the epoch; throws a TypeError for anything that is not a date. */
 function instant(value: unknown, name: string): number | undefined {
   if (value === undefined) return undefined;
@@ -102,6 +105,13 @@ function instant(value: unknown, name: string): number | undefined {
   if (!Number.isFinite(ms)) {
     throw new TypeError(
       `pixhook: ${name}.notAfter must be a Date, milliseconds since the epoch, or an ISO 8601 date; got ${describeType(value)}.`,
+    );
+  }
+  // Seconds since the epoch (a Unix timestamp) read as milliseconds would be a date in 1970: the
+  // secret would never verify. Refused: a number must be milliseconds.
+  if (typeof value === 'number' && ms < SECONDS_LOOK) {
+    throw new TypeError(
+      `pixhook: ${name}.notAfter ${ms} is in 1970 as milliseconds: it looks like seconds since the epoch; give milliseconds (seconds × 1000), a Date or an ISO 8601 date.`,
     );
   }
   return ms;
