@@ -37,6 +37,16 @@ describe('webhookMiddleware(webhooks) and the request type', () => {
     webhookMiddleware(new Webhooks<Events, string>({ secret: 's' }));
   });
 
+  it('the tenant option takes the Express req, typed as the app types it', () => {
+    const typed = new Webhooks<Events, ExpressRequest<{ tenant: string }>>({ secret: () => 's' });
+    webhookMiddleware(typed, { tenant: (req: ExpressRequest<{ tenant: string }>) => req.params.tenant });
+    webhookMiddleware(new Webhooks({ secret: () => 's' }), { tenant: (req) => req.headers.host });
+    // @ts-expect-error a header sent several times is a list, not a tenant
+    webhookMiddleware(typed, { tenant: (req: ExpressRequest) => req.headers['x-tenant'] });
+    // @ts-expect-error the tenant is a function of the request
+    webhookMiddleware(typed, { tenant: 'acme' });
+  });
+
   it('takes anything with handle(), such as a Webhooks from another copy of core', () => {
     const other: WebhooksLike<ExpressRequest> = { handle: async () => ({ status: 200, headers: {}, body: '' }) };
     webhookMiddleware(other);

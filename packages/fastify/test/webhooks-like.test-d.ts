@@ -19,6 +19,20 @@ describe('register(pixhook, { webhooks }) and the request type', () => {
     void app.register(pixhook, { webhooks: typed, path: '/hooks', prefix: '/api' });
   });
 
+  it('the tenant option takes the Fastify request', () => {
+    const app = Fastify();
+    const webhooks = new Webhooks<Events, FastifyRequest>({ secret: () => 's' });
+    type Routed = FastifyRequest<{ Params: { tenant: string } }>;
+    void app.register(pixhook, {
+      webhooks,
+      path: '/webhooks/:tenant',
+      tenant: (request: Routed) => request.params.tenant,
+    });
+    void app.register(pixhook, { webhooks, tenant: (request) => request.hostname });
+    // @ts-expect-error the tenant is a function of the request
+    void app.register(pixhook, { webhooks, tenant: 'acme' });
+  });
+
   it('refuses a Webhooks typed for fetch or Express', () => {
     const app = Fastify();
     // @ts-expect-error handlers would be told they get a fetch Request

@@ -20,6 +20,16 @@ describe('webhookMiddleware(webhooks) and the request type', () => {
     app.use(webhookMiddleware(typed, { path: '/b' }));
   });
 
+  it('the tenant option takes the Koa ctx; the middleware can be called from another middleware', () => {
+    const app = new Koa();
+    const typed = new Webhooks<Events, KoaContext>({ secret: () => 's' });
+    const onWebhook = webhookMiddleware(typed, { tenant: (ctx: KoaContext) => ctx.path.split('/')[2] });
+    app.use((ctx, next) => (ctx.path.startsWith('/webhooks/') ? onWebhook(ctx, next) : next()));
+    app.use(webhookMiddleware(new Webhooks({ secret: () => 's' }), { tenant: (ctx) => ctx.path }));
+    // @ts-expect-error the tenant is a function of the ctx
+    webhookMiddleware(typed, { tenant: 'acme' });
+  });
+
   it('refuses a Webhooks typed for fetch, Express or Fastify', () => {
     // @ts-expect-error handlers would be told they get a fetch Request
     webhookMiddleware(new Webhooks<Events, Request>({ secret: 's' }));
