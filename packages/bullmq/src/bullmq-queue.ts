@@ -21,8 +21,9 @@ import { type ProcessingWebhooks, type QueueWorker, startWorker } from './worker
 /**
  * An event whose job ran out of attempts (or was lost too often, or failed for good: a handler's
  * schema refused the event), kept until retried or discarded. Its `jobId` is the BullMQ job id:
- * the event's key (`deliveryKey`: the event id, or `<tenant>/<event id>` with secrets per tenant),
- * or `sha256-…` of an odd one.
+ * the delivery's key (`deliveryKey`: the event id, or `<tenant>/<event id>` with secrets per
+ * tenant, and `#<handler id>` after it for the job of a named handler, whose `delivery.handler`
+ * says which), or `sha256-…` of an odd one.
  */
 export type DeadLetter = CoreDeadLetter;
 
@@ -164,6 +165,11 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
   /**
    * Starts a worker that runs `webhooks`' handlers (registered with `on` / `onAny`) for each job,
    * here or in another process with the same queue options. Call `close()` on it at shutdown.
+   * An event's job runs its unnamed handlers and writes one job per named handler
+   * (`on(type, { id }, handler)`) to this queue, with the id `<event key>#<handler id>`, its own
+   * attempts and its own dead letter; that job runs that handler alone. Handlers with an ordering
+   * guard need a store on `webhooks` (`new Webhooks({ queue, store: new RedisStore(redis) })`): it
+   * keeps the newest version seen per key, decided when the job runs.
    * @example
    * const worker = queue.startWorker(webhooks, { concurrency: 8 })
    * process.on('SIGTERM', () => worker.close())
@@ -174,7 +180,7 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
     }
     const resolved = resolveWorkerOptions(options);
     const connection = connectionWithDefaults(resolved.connection ?? this.#options.connection);
-    const worker = startWorker(webhooks, this.#options, resolved, connection, () => this.#workers.delete(worker));
+    const worker = startWorker(webhooks, this.#options, resolved, connection, this, () => this.#workers.delete(worker));
     this.#workers.add(worker);
     return worker;
   }
@@ -216,8 +222,9 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
   }
 
   /**
-   * One dead letter, by job id or event key (the event id, or `<tenant>/<event id>` with secrets per
-   * tenant: `eventKey(eventId, tenant)`); undefined when there is no such dead letter.
+   * One dead letter, by job id or key (the event id, or `<tenant>/<event id>` with secrets per
+   * tenant: `eventKey(eventId, tenant)`; for the job of a named handler, `#<handler id>` after it:
+   * `'evt_1#billing'`); undefined when there is no such dead letter.
    */
   async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
     const job = await this.#failedJob(id);
@@ -265,7 +272,7 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
   async #failedJob(id: string): Promise<Job | undefined> {
     if (typeof id !== 'string' || id === '') {
       throw new TypeError(
-        'pixhook: a dead letter is named by its job id or event key (the event id, or <tenant>/<event id> with secrets per tenant), a non-empty string.',
+        'pixhook: a dead letter is named by its job id or key (the event id, or <tenant>/<event id> with secrets per tenant, and #<handler id> after it for a named handler), a non-empty string.',
       );
     }
     for (const jobId of new Set([id, jobIdFor(id)])) {

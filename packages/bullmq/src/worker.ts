@@ -4,18 +4,19 @@ import {
   isQueuedDelivery,
   type QueuedDelivery,
   type QueuedRun,
+  type WebhookQueue,
   WebhookVerificationError,
 } from '@pixhook/core';
 import { type ConnectionOptions, Job, UnrecoverableError, Worker } from 'bullmq';
 import type { ResolvedQueueOptions, ResolvedWorkerOptions } from './options.js';
 
 /**
- * What a worker needs from a `Webhooks`: `process()` runs the handlers of a queued delivery,
- * `reportError()` tells `onError`. Structural, so a `Webhooks` from another copy of
- * `@pixhook/core` fits too.
+ * What a worker needs from a `Webhooks`: `process()` runs the handlers of a queued delivery (given
+ * the queue, an event's job writes one job per named handler), `reportError()` tells `onError`.
+ * Structural, so a `Webhooks` from another copy of `@pixhook/core` fits too.
  */
 export interface ProcessingWebhooks {
-  process(delivery: QueuedDelivery, job: QueuedRun): Promise<void>;
+  process(delivery: QueuedDelivery, job: QueuedRun, options?: { queue?: Pick<WebhookQueue, 'enqueue'> }): Promise<void>;
   reportError(error: WebhookVerificationError, context: ErrorContext<undefined>): void;
 }
 
@@ -76,12 +77,16 @@ function contextOf(job: Job | undefined): ErrorContext<undefined> {
   return context;
 }
 
-/** Starts a BullMQ worker that runs `webhooks`' handlers for each job of the queue. */
+/**
+ * Starts a BullMQ worker that runs `webhooks`' handlers for each job of the queue; `jobs` is that
+ * queue, where an event's job writes the jobs of its named handlers.
+ */
 export function startWorker(
   webhooks: ProcessingWebhooks,
   queue: ResolvedQueueOptions,
   options: ResolvedWorkerOptions,
   connection: ConnectionOptions,
+  jobs: Pick<WebhookQueue, 'enqueue'>,
   onClosed: () => void,
 ): QueueWorker {
   let running = 0;
@@ -107,8 +112,10 @@ export function startWorker(
     }
     running++;
     try {
-      // The job's data whole: the event, and the tenant and secret core stored with it.
-      await webhooks.process(delivery, runOf(job));
+      // The job's data whole: the event, and the tenant and secret core stored with it (and the
+      // handler, for the job of a named handler: that handler alone runs). An event's job writes
+      // one job per named handler to this queue, each with its own attempts and dead letter.
+      await webhooks.process(delivery, runOf(job), { queue: jobs });
     } catch (cause) {
       // A failure no attempt can mend (a handler's schema refused the event: the same bytes fail
       // the same way every time) ends the job at once, as a dead letter, whatever attempts remain.
