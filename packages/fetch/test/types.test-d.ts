@@ -39,5 +39,14 @@ describe('@pixhook/fetch types', () => {
     createFetchHandler({});
     // @ts-expect-error options are an object
     createFetchHandler(webhooks, 'fast');
+    // @ts-expect-error the tenant is a function of the Request
+    createFetchHandler(webhooks, { tenant: 'acme' });
+  });
+
+  it('the tenant option takes the Request', () => {
+    const handler = createFetchHandler(webhooks, {
+      tenant: (request) => new URL(request.url).pathname.split('/').at(-1),
+    });
+    expectTypeOf(handler).toEqualTypeOf<FetchHandler>();
   });
 });

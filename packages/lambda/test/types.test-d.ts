@@ -127,7 +127,17 @@ describe('@pixhook/lambda types', () => {
     createLambdaHandler({});
     // @ts-expect-error options are an object
     createLambdaHandler(webhooks, 'fast');
-    // @ts-expect-error there are no options yet
+    // @ts-expect-error there is no path option
     createLambdaHandler(webhooks, { path: '/webhooks' });
+    // @ts-expect-error the tenant is a function of { event, context }
+    createLambdaHandler(webhooks, { tenant: 'acme' });
+  });
+
+  it('the tenant option takes { event, context }, narrowed to one source if the app wants', () => {
+    createLambdaHandler(webhooks, { tenant: ({ event }) => ('rawPath' in event ? event.rawPath : event.path) });
+    const urlOnly = new Webhooks<Events, LambdaRequest<LambdaFunctionURLEvent>>({ secret: () => 's' });
+    createLambdaHandler(urlOnly, {
+      tenant: (request: LambdaRequest<LambdaFunctionURLEvent>) => request.event.rawPath.split('/').at(-1),
+    });
   });
 });
