@@ -1,14 +1,16 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The pg-boss job id of an event's key (`deliveryKey(delivery)` from `@pixhook/core`: the event id,
- * or `<tenant>/<event id>` with secrets per tenant, `eventKey(eventId, tenant)`): a UUID made from
+ * The pg-boss job id of a delivery's key (`deliveryKey(delivery)` from `@pixhook/core`: the event
+ * id, or `<tenant>/<event id>` with secrets per tenant, `eventKey(eventId, tenant)`, and
+ * `#<handler id>` after it for the job of a named handler): a UUID made from
  * the SHA-256 of the key (RFC 9562's version 8, its format for custom hashes). pg-boss ids are
  * `uuid`s, so the key cannot be used as it is; the same key always gives the same job id, in every
  * process, which is what de-duplicates deliveries (pg-boss inserts a job `ON CONFLICT DO NOTHING`
  * on its queue and id).
  * @example pgBossJobIdFor('evt_123') // '…-…-8…-…-…', the same every time
  * @example pgBossJobIdFor('acme/evt_123') // tenant acme's job of that event: another id
+ * @example pgBossJobIdFor('evt_123#thumbnails') // the job of the handler named thumbnails
  */
 export function pgBossJobIdFor(key: string): string {
   return uuidOf(`pixhook:${key}`);

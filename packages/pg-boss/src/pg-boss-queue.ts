@@ -23,8 +23,9 @@ import { messageOf, type StartedWorker, startPgBossWorker } from './worker.js';
 /**
  * An event whose job ran out of attempts (or failed for good: a handler's schema refused the
  * event), kept until retried or discarded (or until pg-boss's maintenance deletes it: see the
- * queue's doc). Its `jobId` is the pg-boss job id: `pgBossJobIdFor(key)` of the event's key (the
- * event id, or `<tenant>/<event id>` with secrets per tenant), a UUID. Every string in it was read from Postgres: treat it as
+ * queue's doc). Its `jobId` is the pg-boss job id: `pgBossJobIdFor(key)` of the delivery's key (the
+ * event id, or `<tenant>/<event id>` with secrets per tenant, and `#<handler id>` after it for the
+ * job of a named handler, whose `delivery.handler` says which), a UUID. Every string in it was read from Postgres: treat it as
  * untrusted text when you show it (escape it in HTML, strip control characters in a terminal).
  */
 export type PgBossDeadLetter = DeadLetter;
@@ -289,7 +290,12 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
   /**
    * Starts a worker that runs `webhooks`' handlers (registered with `on` / `onAny`) for each job,
    * here or in another process with the same queue options. Call `close()` on it at shutdown,
-   * before `boss.stop()`.
+   * before `boss.stop()`. An event's job runs its unnamed handlers and writes one job per named
+   * handler (`on(type, { id }, handler)`) to this queue, its id `pgBossJobIdFor('<event key>#<handler id>')`,
+   * with its own attempts and its own dead letter; that job runs that handler alone. Handlers with
+   * an ordering guard need the marks kept: a store on `webhooks` (`PostgresStore`), or its
+   * transactions (`PostgresTransactions`: the mark commits with the handlers' writes); the guard
+   * decides when the job runs.
    * @example
    * const worker = queue.startWorker(webhooks, { concurrency: 8 })
    * process.on('SIGTERM', async () => { await worker.close(); await boss.stop() })
@@ -305,6 +311,7 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
         boss: this.#boss,
         options: this.#options,
         statements: this.#statements,
+        jobs: this,
         ready: () => this.#whenReady(),
         sql: (text, values) => this.#sql(text, values),
       },
@@ -357,8 +364,9 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
   }
 
   /**
-   * One dead letter, by job id or event key (the event id, or `<tenant>/<event id>` with secrets
-   * per tenant: `eventKey(eventId, tenant)`); undefined when there is no such dead letter.
+   * One dead letter, by job id or key (the event id, or `<tenant>/<event id>` with secrets per
+   * tenant: `eventKey(eventId, tenant)`; for the job of a named handler, `#<handler id>` after it:
+   * `'evt_1#billing'`); undefined when there is no such dead letter.
    */
   async getDeadLetter(id: string): Promise<PgBossDeadLetter | undefined> {
     const ids = this.#idsOf(id);
@@ -407,7 +415,7 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
   #idsOf(id: string): string[] {
     if (typeof id !== 'string' || id === '') {
       throw new TypeError(
-        'pixhook: a dead letter is named by its job id or event key (the event id, or <tenant>/<event id> with secrets per tenant), a non-empty string.',
+        'pixhook: a dead letter is named by its job id or key (the event id, or <tenant>/<event id> with secrets per tenant, and #<handler id> after it for a named handler), a non-empty string.',
       );
     }
     return isUuid(id) ? [id.toLowerCase(), pgBossJobIdFor(id)] : [pgBossJobIdFor(id)];

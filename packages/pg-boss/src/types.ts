@@ -1,4 +1,4 @@
-import type { ErrorContext, QueuedDelivery, QueuedRun, WebhookVerificationError } from '@pixhook/core';
+import type { ErrorContext, QueuedDelivery, QueuedRun, WebhookQueue, WebhookVerificationError } from '@pixhook/core';
 
 /**
  * What PgBossQueue uses of a `PgBoss` instance (pg-boss 10.x): a `new PgBoss(…)` fits it. Written
@@ -51,12 +51,13 @@ export interface PgBossFetchedJob {
 }
 
 /**
- * What a worker needs from a `Webhooks`: `process()` runs the handlers of a queued delivery,
- * `reportError()` tells `onError`. Structural, so a `Webhooks` from another copy of
- * `@pixhook/core` fits too, whatever its event map, request type and transactions.
+ * What a worker needs from a `Webhooks`: `process()` runs the handlers of a queued delivery (given
+ * the queue, an event's job writes one job per named handler), `reportError()` tells `onError`.
+ * Structural, so a `Webhooks` from another copy of `@pixhook/core` fits too, whatever its event
+ * map, request type and transactions.
  */
 export interface ProcessingWebhooks {
-  process(delivery: QueuedDelivery, job: QueuedRun): Promise<void>;
+  process(delivery: QueuedDelivery, job: QueuedRun, options?: { queue?: Pick<WebhookQueue, 'enqueue'> }): Promise<void>;
   reportError(error: WebhookVerificationError, context: ErrorContext<undefined>): void;
 }
 

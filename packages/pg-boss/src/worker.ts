@@ -3,6 +3,7 @@ import {
   isFinalFailure,
   isQueuedDelivery,
   type QueuedRun,
+  type WebhookQueue,
   WebhookVerificationError,
 } from '@pixhook/core';
 import type { ResolvedPgBossQueueOptions, ResolvedPgBossWorkerOptions } from './options.js';
@@ -14,6 +15,8 @@ export interface WorkerHost {
   readonly boss: PgBossLike;
   readonly options: ResolvedPgBossQueueOptions;
   readonly statements: PgBossStatements;
+  /** The queue itself: where an event's job writes the jobs of its named handlers. */
+  readonly jobs: Pick<WebhookQueue, 'enqueue'>;
   /** Resolves once the queue exists and pg-boss's schema was found; rejects with why not. */
   ready(): Promise<void>;
   /** Runs a statement on the boss's database; rejects when the boss is not started. */
@@ -254,8 +257,10 @@ export function startPgBossWorker(
     let failure: Error | undefined;
     let final = false;
     try {
-      // The job's data whole: the event, and the tenant and secret core stored with it.
-      await webhooks.process(delivery, run);
+      // The job's data whole: the event, and the tenant and secret core stored with it (and the
+      // handler, for the job of a named handler: that handler alone runs). An event's job writes
+      // one job per named handler to this queue, each with its own attempts and dead letter.
+      await webhooks.process(delivery, run, { queue: host.jobs });
     } catch (cause) {
       failure = asError(cause);
       // A failure no attempt can mend (a handler's schema refused the event: the same bytes fail
