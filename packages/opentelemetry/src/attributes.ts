@@ -15,6 +15,8 @@ export const ATTR = {
   lastChance: 'pixhook.last_chance',
   handlerIndex: 'pixhook.handler.index',
   handlerOutcome: 'pixhook.handler.outcome',
+  handlerSkipped: 'pixhook.handler.skipped',
+  skipReason: 'pixhook.skip.reason',
   queued: 'pixhook.queued',
   jobAttempt: 'pixhook.job.attempt',
   jobMaxAttempts: 'pixhook.job.max_attempts',

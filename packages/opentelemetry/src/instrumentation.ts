@@ -115,6 +115,7 @@ interface Instruments {
   verifyDuration: Histogram;
   handlerDuration: Histogram;
   handlerActive: ObservableUpDownCounter;
+  handlerSkipped: Counter;
   secretMatches: ObservableCounter;
   endpointAtRisk: Counter;
   enqueueDuration: Histogram;
@@ -135,6 +136,20 @@ interface Step {
   failed: boolean;
   /** The handler's event type, counted in `pixhook.handler.active` while it runs. */
   active?: string;
+}
+
+/** Why a handler was skipped: `stale` (the ordering guard), `schema` (its schema refused the event). */
+type SkipReason = 'stale' | 'schema';
+
+/**
+ * Why the handler of `message` was skipped, or undefined when it ran: core sets `skipped: 'stale'`
+ * on a handler the ordering guard skipped, and ends a handler its schema refused with a
+ * `SCHEMA_MISMATCH` error (recognised by its code, as `isFinalFailure` does, so two copies of core agree).
+ */
+function skipReason(message: HandlerMessage): SkipReason | undefined {
+  if (message.skipped === 'stale') return 'stale';
+  if (message.error !== undefined && errorCode(message.error, '') === 'SCHEMA_MISMATCH') return 'schema';
+  return undefined;
 }
 
 type Handlers = {
@@ -202,7 +217,7 @@ async function boundedCounts(queue: QueueWithCounts, ms: number): Promise<QueueC
  * OpenTelemetry instrumentation for pixhook: subscribes to the `diagnostics_channel` tracing
  * channels `@pixhook/core` publishes on (`CHANNELS`) and turns them into spans (`receive`,
  * `handler`, `send`, `process`, `transaction`) and metrics (`pixhook.deliveries`, durations,
- * matched secrets, the last-chance alarm, queue job counts). It patches no module: load it before
+ * matched secrets, skipped handlers, the last-chance alarm, queue job counts). It patches no module: load it before
  * or after pixhook, in any order. Never records a secret, a signature, a body or a handler's
  * error message.
  *
@@ -346,6 +361,11 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
         'pixhook.handler.duration',
         'Duration of one handler run, in a request or in a queue worker.',
       ),
+      handlerSkipped: meter.createCounter('pixhook.handler.skipped', {
+        description:
+          'Handlers skipped for an event, by reason: stale (the ordering guard had seen a newer event with the same key) or schema (its schema refused the event).',
+        unit: '{run}',
+      }),
       endpointAtRisk: meter.createCounter('pixhook.endpoint.at_risk', {
         description:
           'Deliveries answered with a failure on what was probably one of the last attempts before the service disables the endpoint (ENDPOINT_AT_RISK).',
@@ -568,6 +588,7 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
         const parent = this.parentContext(message.parent);
         const name = text(message.handlerName) || 'anonymous';
         const eventType = text(message.eventType, 256);
+        const stale = message.skipped === 'stale';
         const span = this.tracer.startSpan(
           `handler ${name}`,
           {
@@ -578,12 +599,14 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
               [ATTR.eventType]: eventType,
               [ATTR.eventId]: text(message.eventId, 256),
               [ATTR.deliveryId]: text(message.deliveryId),
+              [ATTR.handlerSkipped]: stale ? 'stale' : undefined,
             },
           },
           parent,
         );
         const step = this.track(message, span, parent);
-        if (step && this.tallies && this.metricsOff !== true) {
+        // A handler the ordering guard skipped starts and ends at once: it never ran.
+        if (step && !stale && this.tallies && this.metricsOff !== true) {
           step.active = eventType ?? '';
           this.tallies.active.add(
             step.active,
@@ -596,18 +619,32 @@ export class PixhookInstrumentation extends InstrumentationBase<PixhookInstrumen
       asyncStart: nothing,
       error: this.safely<HandlerMessage>('handler error', (message) => this.failed(message)),
       asyncEnd: this.safely<HandlerMessage>('handler end', (message) => {
-        const closed = this.close(message, () => errorType(message.error));
+        const skipped = skipReason(message);
+        // A schema's refusal is still an error (the event is not handled until replayed), told by its code.
+        const closed = this.close(
+          message,
+          () => (skipped === 'schema' ? 'SCHEMA_MISMATCH' : errorType(message.error)),
+          skipped === 'schema' ? { [ATTR.handlerSkipped]: skipped } : undefined,
+        );
         if (!closed) return;
         const { step, seconds } = closed;
         if (step.active !== undefined) this.tallies?.active.add(step.active, () => ({}), -1);
         const instruments = this.instruments;
-        if (!instruments) return;
+        if (!instruments || this.metricsOff === true) return;
+        const name = text(message.handlerName) || 'anonymous';
+        const eventType = text(message.eventType, 256);
+        if (skipped !== undefined) {
+          const counted: Attributes = { [ATTR.skipReason]: skipped, [ATTR.functionName]: name };
+          if (eventType !== undefined) counted[ATTR.eventType] = eventType;
+          instruments.handlerSkipped.add(1, counted);
+        }
+        // A stale handler never ran: no duration.
+        if (skipped === 'stale') return;
         const attributes: Attributes = {
-          [ATTR.functionName]: text(message.handlerName) || 'anonymous',
+          [ATTR.functionName]: name,
           [ATTR.handlerOutcome]: step.failed ? 'error' : 'ok',
           [ATTR.queued]: message.job !== undefined,
         };
-        const eventType = text(message.eventType, 256);
         if (eventType !== undefined) attributes[ATTR.eventType] = eventType;
         instruments.handlerDuration.record(seconds, attributes);
       }),
