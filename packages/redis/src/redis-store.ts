@@ -1,15 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import type { ClaimResult, IdempotencyStore } from '@pixhook/core';
+import { type ClaimResult, describeType, type IdempotencyStore } from '@pixhook/core';
 import { type ClientKind, commandSender, type RedisClientLike, type SendCommand } from './client.js';
 import { type RedisStoreOptions, type ResolvedRedisStoreOptions, resolveOptions } from './options.js';
 import { PendingWrites, type Write } from './pending-writes.js';
-import { CLAIM, COMPLETE, COMPLETED, EXTEND, RELEASE } from './scripts.js';
+import { ADVANCE, CLAIM, COMPLETE, COMPLETED, EXTEND, RELEASE } from './scripts.js';
 import { withTimeout } from './timeout.js';
 
 /** Stands for "no claim of ours" in the scripts: tokens are never empty, so no key holds it. */
 const NO_TOKEN = '';
 
 const CLAIM_RESULTS: ReadonlySet<string> = new Set<ClaimResult>(['claimed', 'in-flight', 'completed']);
+
+/**
+ * Starts the key of an ordering mark, after the prefix: `<prefix>order:<mark key>`. No event's key
+ * can take that form (an event id starts with `evt_`; a tenant's key is `<tenant, URI-encoded>/…`,
+ * and an encoded tenant holds no `:`), so marks and events never share a key. One key per script:
+ * fine on Redis Cluster, as the store's other keys.
+ */
+const MARK = 'order:';
 
 /**
  * An idempotency store on Redis, shared by every app instance behind one webhook URL: each event is
@@ -140,6 +148,49 @@ export class RedisStore implements IdempotencyStore {
     if (claimToken === undefined) return false;
     const ttl = `${this.#options.inFlightTtlMs}`;
     return Number(await this.#run('extend', eventId, ['EVAL', EXTEND, '1', key, claimToken, ttl])) === 1;
+  }
+
+  /**
+   * The ordering guard's compare-and-set (core calls it; you do not need to): when (`version`,
+   * `eventId`) is at least as new as the mark kept for `key` (a greater version, or an equal one
+   * with an event id that is not smaller), or there is none, keeps it as the mark for
+   * `completedTtlMs` and resolves `'current'`; else changes nothing and resolves `'stale'`. One
+   * script, atomic across instances, on the key `<prefix>order:<key>`. Rejects when Redis fails or
+   * does not answer within `timeoutMs`.
+   * @example await store.advance('image:img_1', 1_700_000_000, 'evt_1') // 'current'
+   */
+  async advance(key: string, version: number, eventId: string): Promise<'current' | 'stale'> {
+    if (typeof key !== 'string' || key === '') {
+      throw new TypeError(`pixhook: RedisStore: advance() takes a non-empty string key, got ${describeType(key)}.`);
+    }
+    if (typeof version !== 'number' || !Number.isFinite(version)) {
+      throw new TypeError(
+        `pixhook: RedisStore: advance() takes a finite number version, got ${describeType(version)}.`,
+      );
+    }
+    if (typeof eventId !== 'string' || eventId === '') {
+      throw new TypeError(
+        `pixhook: RedisStore: advance() takes a non-empty string event id, got ${describeType(eventId)}.`,
+      );
+    }
+    // The key comes from the event: quoted, and cut short in messages.
+    const named = JSON.stringify(key.length > 80 ? `${key.slice(0, 80)}…` : key);
+    // String(version): the shortest decimal that reads back as the same double, in JavaScript and in Lua.
+    const reply = String(
+      await this.#run('advance', named, [
+        'EVAL',
+        ADVANCE,
+        '1',
+        `${this.#options.prefix}${MARK}${key}`,
+        String(version),
+        eventId,
+        `${this.#options.completedTtlMs}`,
+      ]),
+    );
+    if (reply !== 'current' && reply !== 'stale') {
+      throw new Error(`pixhook: RedisStore: unexpected reply to advance(${named}): ${reply.slice(0, 80)}`);
+    }
+    return reply;
   }
 
   /**
