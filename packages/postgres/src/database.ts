@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { describeType } from '@pixhook/core';
 import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import type { ResolvedOptions } from './options.js';
 import { type Statements, statements } from './sql.js';
@@ -43,9 +44,18 @@ export class PostgresTimeoutError extends Error {
   override readonly name = 'PostgresTimeoutError';
 }
 
-/** Errors whose cause is the table or schema missing get a message that says what to do. */
-function explained(error: unknown, options: ResolvedOptions): unknown {
+/**
+ * Errors whose cause is the table or schema missing get a message that says what to do; `marks`:
+ * the statement is on the ordering guard's marks, whose table came later than the events'.
+ */
+function explained(error: unknown, options: ResolvedOptions, marks = false): unknown {
   const code = (error as { code?: unknown } | null)?.code;
+  if (marks && code === '42P01') {
+    return new Error(
+      `pixhook: the ordering guard's table ${options.table.marks} does not exist: run migrate(pool) from @pixhook/postgres again (it adds the table beside ${options.table.qualified}), or apply its migration.sql.`,
+      { cause: error },
+    );
+  }
   if (code === '42P01' || code === '3F000') {
     return new Error(
       `pixhook: the table ${options.table.qualified} does not exist: run migrate(pool) from @pixhook/postgres at startup, or apply its migration.sql.`,
@@ -53,6 +63,11 @@ function explained(error: unknown, options: ResolvedOptions): unknown {
     );
   }
   return error;
+}
+
+/** True for an error `explained` made of a missing table. */
+function missingTable(error: unknown): boolean {
+  return (error as { cause?: { code?: unknown } } | null)?.cause?.code === '42P01';
 }
 
 /**
@@ -93,7 +108,7 @@ export class Database {
     what: string,
     late?: (result: QueryResult<R>) => void,
   ): Promise<QueryResult<R>> {
-    return this.#bounded(this.pool.query<R>(this.#config(text, values)), what, late);
+    return this.#bounded(this.pool.query<R>(this.#config(text, values)), what, late, this.#onMarks(text));
   }
 
   /** Runs one statement on `client`; a client that did not answer in time is closed. */
@@ -104,7 +119,12 @@ export class Database {
     what: string,
   ): Promise<QueryResult<R>> {
     try {
-      return await this.#bounded(client.client.query<R>(this.#config(text, values)), what);
+      return await this.#bounded(
+        client.client.query<R>(this.#config(text, values)),
+        what,
+        undefined,
+        this.#onMarks(text),
+      );
     } catch (error) {
       if (error instanceof PostgresTimeoutError) client.destroy(error);
       throw error;
@@ -132,14 +152,67 @@ export class Database {
     this.prune().catch(() => {});
   }
 
-  /** Deletes every expired row, 10,000 at a time; resolves with how many. */
+  /**
+   * The ordering guard's compare-and-set (`IdempotencyStore.advance`, `OpenEvent.advance`), one
+   * statement: on the pool (autocommit), or on `connection`, in its open transaction (the mark then
+   * commits or rolls back with it, and holds its row lock until then). Rejects, changing nothing,
+   * for arguments that are not a key, a finite version and an event id.
+   */
+  async advance(
+    owner: string,
+    key: string,
+    version: number,
+    eventId: string,
+    connection?: CheckedOut,
+  ): Promise<'current' | 'stale'> {
+    if (typeof key !== 'string' || key === '') {
+      throw new TypeError(`pixhook: ${owner}: advance() takes a non-empty string key, got ${describeType(key)}.`);
+    }
+    if (typeof version !== 'number' || !Number.isFinite(version)) {
+      throw new TypeError(`pixhook: ${owner}: advance() takes a finite number version, got ${describeType(version)}.`);
+    }
+    if (typeof eventId !== 'string' || eventId === '') {
+      throw new TypeError(
+        `pixhook: ${owner}: advance() takes a non-empty string event id, got ${describeType(eventId)}.`,
+      );
+    }
+    // node-postgres sends a number as String(version): the shortest text that reads back as the
+    // same double, so Postgres compares the very number core did.
+    const values = [key, version, eventId, this.options.completedTtlMs];
+    const what = 'advancing an ordering mark';
+    const result = connection
+      ? await this.queryOn(connection, this.sql.advance, values, what)
+      : await this.query(this.sql.advance, values, what);
+    return (result.rowCount ?? 0) > 0 ? 'current' : 'stale';
+  }
+
+  /**
+   * Deletes every expired row, events then ordering marks, 10,000 at a time; resolves with how
+   * many. A database migrated before the marks existed has no marks' table: nothing to prune there.
+   */
   async prune(): Promise<number> {
     let deleted = 0;
     for (;;) {
       const result = await this.query(this.sql.prune, [10_000], 'deleting expired events');
       deleted += result.rowCount ?? 0;
+      if ((result.rowCount ?? 0) < 10_000) break;
+    }
+    for (;;) {
+      let result: QueryResult;
+      try {
+        result = await this.query(this.sql.pruneMarks, [10_000], 'deleting expired ordering marks');
+      } catch (error) {
+        if (missingTable(error)) return deleted;
+        throw error;
+      }
+      deleted += result.rowCount ?? 0;
       if ((result.rowCount ?? 0) < 10_000) return deleted;
     }
+  }
+
+  /** True when `text` is a statement on the ordering guard's marks. */
+  #onMarks(text: string): boolean {
+    return text === this.sql.advance || text === this.sql.pruneMarks;
   }
 
   /** The query, named (prepared once per connection) when it is one of the store's statements. */
@@ -149,10 +222,10 @@ export class Database {
   }
 
   /** `pending`, or a `PostgresTimeoutError` after `timeoutMs`; `late` gets a value that came too late. */
-  #bounded<T>(pending: Promise<T>, what: string, late?: (value: T) => void): Promise<T> {
+  #bounded<T>(pending: Promise<T>, what: string, late?: (value: T) => void, marks = false): Promise<T> {
     return bounded(pending, this.options.timeoutMs, 'timeoutMs', what, {
       late,
-      explain: (error) => explained(error, this.options),
+      explain: (error) => explained(error, this.options, marks),
     });
   }
 }

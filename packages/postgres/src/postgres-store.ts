@@ -76,7 +76,20 @@ export class PostgresStore implements IdempotencyStore {
   }
 
   /**
-   * Deletes the rows of events past their TTL, and resolves with how many. Runs by itself every
+   * The ordering guard's compare-and-set (core calls it; you do not need to): when (`version`,
+   * `eventId`) is at least as new as the mark kept for `key` (a greater version, or an equal one
+   * with an event id that is not smaller), or there is none, keeps it as the mark for
+   * `completedTtlMs` and resolves `'current'`; else changes nothing and resolves `'stale'`. One
+   * statement on the marks' table `migrate()` creates (`<table>_marks`), atomic across instances.
+   * Rejects when Postgres fails or does not answer within `timeoutMs`.
+   * @example await store.advance('image:img_1', 1_700_000_000, 'evt_1') // 'current'
+   */
+  advance(key: string, version: number, eventId: string): Promise<'current' | 'stale'> {
+    return this.#db.advance('PostgresStore', key, version, eventId);
+  }
+
+  /**
+   * Deletes the rows of events (and ordering marks) past their TTL, and resolves with how many. Runs by itself every
    * `pruneIntervalMs`; call it from a cron job when that is `false`.
    */
   prune(): Promise<number> {

@@ -101,7 +101,7 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
   }
 
   /**
-   * Deletes the rows of events past `completedTtlMs`, and resolves with how many. Runs by itself
+   * Deletes the rows of events (and ordering marks) past `completedTtlMs`, and resolves with how many. Runs by itself
    * every `pruneIntervalMs`; call it from a cron job when that is `false`.
    */
   prune(): Promise<number> {
@@ -155,6 +155,11 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
       rollback: async () => {
         once('rollback()');
         await this.#end(connection, 'ROLLBACK');
+      },
+      // The ordering guard's mark, in this transaction: it moves only if the event commits.
+      advance: async (key, version, eventId) => {
+        if (ended) throw new Error('pixhook: PostgresTransactions: advance() after the transaction ended.');
+        return db.advance('PostgresTransactions', key, version, eventId, connection);
       },
     };
   }

@@ -9,6 +9,8 @@ export interface TableName {
   readonly table: string;
   /** `"schema"."table"`, ready for SQL text. */
   readonly qualified: string;
+  /** The ordering guard's marks, `"schema"."<table>_marks"`, ready for SQL text. */
+  readonly marks: string;
 }
 
 /** Postgres truncates identifiers to 63 bytes; a longer name would silently name another table. */
@@ -32,21 +34,31 @@ export function identifier(owner: string, name: string, value: unknown): string 
 export function tableName(owner: string, schema: unknown, table: unknown): TableName {
   const quotedSchema = identifier(owner, 'schema', schema);
   const quotedTable = identifier(owner, 'table', table);
-  // The index's name is the table's with a suffix: it must fit too.
+  // The index's name is the table's with a suffix: it must fit too. The marks' table and index
+  // (`_marks`, `_marks_exp`) have shorter suffixes: they fit whenever it does.
   identifier(owner, 'table', `${table as string}_expires_at`);
-  return { schema: schema as string, table: table as string, qualified: `${quotedSchema}.${quotedTable}` };
+  return {
+    schema: schema as string,
+    table: table as string,
+    qualified: `${quotedSchema}.${quotedTable}`,
+    marks: `${quotedSchema}.${identifier(owner, 'table', `${table as string}_marks`)}`,
+  };
 }
 
 /**
- * The migration: one table, one row per event, and an index for pruning. Safe to run again (every
- * statement is `IF NOT EXISTS`).
+ * The migration: the events' table, one row per event, and an index for pruning; the ordering
+ * guard's marks, one row per ordering key, and theirs. Safe to run again (every statement is
+ * `IF NOT EXISTS`): an app migrated before the marks existed gets them by running it again.
  *
  * - `state`: `in-flight` (a `PostgresStore` claim held by `token`) or `completed`.
- * - `expires_at`: when the claim lapses, or when the completed event is forgotten; a row past it
- *   counts as absent, and `prune()` deletes it.
+ * - `expires_at`: when the claim lapses, or when the completed event (or the mark) is forgotten; a
+ *   row past it counts as absent, and `prune()` deletes it.
+ * - `version`, `event_id` of a mark: the newest event seen for its key. `COLLATE "C"`: event ids
+ *   compare byte by byte, as core's rule (JavaScript's order, for the ASCII ids the service sends).
  */
 export function migrationSql(table: TableName): string {
   const index = `"${`${table.table}_expires_at`.replaceAll('"', '""')}"`;
+  const marksIndex = `"${`${table.table}_marks_exp`.replaceAll('"', '""')}"`;
   return `-- pixhook: the table that records processed webhook events (@pixhook/postgres).
 CREATE TABLE IF NOT EXISTS ${table.qualified} (
   event_id   text        PRIMARY KEY,
@@ -56,6 +68,14 @@ CREATE TABLE IF NOT EXISTS ${table.qualified} (
   updated_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX IF NOT EXISTS ${index} ON ${table.qualified} (expires_at);
+-- The ordering guard's marks (ordering: { key, version }): the newest event seen for each key.
+CREATE TABLE IF NOT EXISTS ${table.marks} (
+  key        text             PRIMARY KEY,
+  version    double precision NOT NULL,
+  event_id   text COLLATE "C" NOT NULL,
+  expires_at timestamptz      NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ${marksIndex} ON ${table.marks} (expires_at);
 `;
 }
 
@@ -118,6 +138,19 @@ ON CONFLICT (event_id) DO UPDATE SET state = 'completed', token = NULL, expires_
      * again on each row, so one claimed again meanwhile stays.
      */
     prune: `DELETE FROM ${t} WHERE event_id IN (SELECT event_id FROM ${t} WHERE expires_at <= now() LIMIT $1) AND expires_at <= now()`,
+    /**
+     * $1 key, $2 version, $3 event id, $4 completed ms: the ordering guard's compare-and-set, one
+     * statement. Keeps the event as the key's mark when there is none, it expired, or the event is
+     * at least as new as it (core's rule: a greater version, or an equal one with an event id not
+     * smaller), and returns a row; else changes nothing and returns none. Concurrent calls on one
+     * key wait for each other's row lock (until commit, in a transaction) and see its result.
+     */
+    advance: `INSERT INTO ${table.marks} AS m (key, version, event_id, expires_at) VALUES ($1, $2, $3, ${after('$4')})
+ON CONFLICT (key) DO UPDATE SET version = EXCLUDED.version, event_id = EXCLUDED.event_id, expires_at = EXCLUDED.expires_at
+WHERE m.expires_at <= now() OR (m.version, m.event_id) <= (EXCLUDED.version, EXCLUDED.event_id)
+RETURNING 1 AS current`,
+    /** $1 most rows: deletes expired marks, a bounded batch at a time, as `prune`. */
+    pruneMarks: `DELETE FROM ${table.marks} WHERE key IN (SELECT key FROM ${table.marks} WHERE expires_at <= now() LIMIT $1) AND expires_at <= now()`,
   } as const;
 }
 
