@@ -176,9 +176,19 @@ describeWithPostgres('the ordering guard and named handlers on Postgres', () => 
       expect(await marks(table)).toEqual({});
     });
 
-    it('is atomic under concurrent calls from two stores: the greatest ends as the mark', async () => {
+    it('is atomic under concurrent calls from two stores: each current one was at least every mark before it, the greatest ends as the mark', async () => {
       const { store, table, marks: marksTable } = await migrated();
       const other = new PostgresStore(pool, { table });
+      // Every write to the marks, in the order it was made (the row's lock orders them), by a trigger.
+      const log = uniqueTable('log');
+      await pool.query(
+        `CREATE TABLE ${log} (n bigserial PRIMARY KEY, key text, version double precision, event_id text)`,
+      );
+      await pool.query(`CREATE FUNCTION ${log}_f() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO ${log} (key, version, event_id) VALUES (NEW.key, NEW.version, NEW.event_id); RETURN NEW; END $$`);
+      await pool.query(
+        `CREATE TRIGGER ${log}_t AFTER INSERT OR UPDATE ON ${marksTable} FOR EACH ROW EXECUTE FUNCTION ${log}_f()`,
+      );
       for (let round = 0; round < 5; round++) {
         const key = `image:race_${round}`;
         const calls = Array.from({ length: 40 }, (_, i) => ({
@@ -195,6 +205,13 @@ describeWithPostgres('the ordering guard and named handlers on Postgres', () => 
         for (const [i, call] of calls.entries()) {
           if (answers[i] === 'stale') expect(currents.some((newer) => !atLeast(call, newer))).toBe(true);
         }
+        // The marks written are exactly the current answers, and each was at least the one before.
+        const { rows } = await pool.query(`SELECT version, event_id AS id FROM ${log} WHERE key = $1 ORDER BY n`, [
+          key,
+        ]);
+        const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+        expect([...rows].sort(byId)).toEqual(currents.map(({ version, id }) => ({ version, id })).sort(byId));
+        for (let i = 1; i < rows.length; i++) expect(atLeast(rows[i], rows[i - 1])).toBe(true);
       }
     });
   });
