@@ -7,14 +7,7 @@
  */
 
 import { BullMQQueue, jobIdFor } from '@pixhook/bullmq';
-import {
-  type AnyEvent,
-  type HandlerContext,
-  type IdempotencyStore,
-  MemoryStore,
-  Webhooks,
-  type WebhookVerificationError,
-} from '@pixhook/core';
+import { type AnyEvent, type HandlerContext, Webhooks, type WebhookVerificationError } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import { RedisArchive, RedisStore } from '@pixhook/redis';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
@@ -29,12 +22,6 @@ interface Ran {
 }
 
 const BY_IMAGE = { key: (event: AnyEvent) => `image:${(event.data.object as { id: string }).id}` };
-
-/** RedisStore keeps the ordering marks once it has advance(); until then, a MemoryStore in the worker. */
-function markStore(redis: Redis): IdempotencyStore {
-  const store = new RedisStore(redis, { prefix: `marks-${globalThis.crypto.randomUUID().slice(0, 8)}:` });
-  return typeof (store as IdempotencyStore).advance === 'function' ? store : new MemoryStore();
-}
 
 describeWithRedis('named handlers and the ordering guard on BullMQ', () => {
   let server: RedisServer;
@@ -184,7 +171,9 @@ describeWithRedis('named handlers and the ordering guard on BullMQ', () => {
 
   it('the ordering guard in the worker: an older event processed after a newer one is skipped (STALE_EVENT), its jobs complete', async () => {
     const queue = track(new BullMQQueue(testQueueOptions(server.port)));
-    const webhooks = new Webhooks({ secret: SECRET, queue, store: markStore(redis) });
+    // The workers' store keeps only the ordering marks: the queue de-duplicates deliveries.
+    const prefix = `marks-${globalThis.crypto.randomUUID().slice(0, 8)}:`;
+    const webhooks = new Webhooks({ secret: SECRET, queue, store: new RedisStore(redis, { prefix }) });
     const applied: { handler: string; eventId: string }[] = [];
     webhooks.on('image.created', { ordering: BY_IMAGE }, (event) => {
       applied.push({ handler: 'state', eventId: event.id });
@@ -221,6 +210,9 @@ describeWithRedis('named handlers and the ordering guard on BullMQ', () => {
       ]),
     );
     expect(errors).toHaveLength(2);
+    // The mark is the newer event's, kept in Redis for every worker; nothing else was written there.
+    expect(await redis.keys(`${prefix}*`)).toEqual([`${prefix}order:image:img_1`]);
+    expect(await redis.get(`${prefix}order:image:img_1`)).toBe(`${newer.created} ${newer.id}`);
     expect(await queue.countDeadLetters()).toBe(0);
     expect(await queue.bullQueue.getJobCounts('failed', 'delayed', 'waiting')).toEqual({
       failed: 0,
