@@ -69,7 +69,7 @@ export {
   type JobMessage,
   type TransactionMessage,
 } from './seams/diagnostics.js';
-export type { BodyReader, HandleInput, WebhookResponse } from './seams/handle-input.js';
+export { type BodyReader, type HandleInput, tenantFrom, type WebhookResponse } from './seams/handle-input.js';
 export type { WebhooksLogger } from './seams/logger.js';
 export {
   DEAD_LETTER_METHODS,

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { assertKnownOptions, describeType, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, describeType, tenantFrom, type WebhooksLike } from '@pixhook/core';
 import { failAnswer, nodeBodyReader, pathMatcher, rawCopyOf, sendAnswer } from '@pixhook/core/node';
 
 export type { WebhooksLike };
@@ -82,29 +82,11 @@ export function webhookMiddleware(
         headers: req.headers,
         body: nodeBodyReader(req, rawCopyOf(req.body, req.rawBody), HINT),
         request: req,
-        tenant: tenantOf(readTenant, req),
+        tenant: tenantFrom(readTenant, req),
       })
       .then(
         (result) => sendAnswer(res, result, next),
         (error: unknown) => failAnswer(res, error, next),
       );
   };
-}
-
-/**
- * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
- * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
- * nothing either, and its rejection is not left unhandled.
- */
-function tenantOf(read: (req: ExpressRequestLike) => unknown, req: ExpressRequestLike): string | undefined {
-  try {
-    const tenant = read(req);
-    if (typeof tenant === 'string') return tenant;
-    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
-      Promise.resolve(tenant).catch(() => {});
-    }
-    return undefined;
-  } catch {
-    return undefined;
-  }
 }

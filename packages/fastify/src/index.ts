@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { assertKnownOptions, type BodyReader, describeType, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, type BodyReader, describeType, tenantFrom, type WebhooksLike } from '@pixhook/core';
 import { nodeBodyReader } from '@pixhook/core/node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -79,7 +79,7 @@ async function plugin(fastify: FastifyInstance, options: PixhookFastifyOptions):
         headers: request.headers,
         body,
         request,
-        tenant: tenantOf(readTenant, request),
+        tenant: tenantFrom(readTenant, request),
       })
       .then((result) => {
         // A timeout hook (or the app) may have answered while the body or a handler was slow.
@@ -99,24 +99,6 @@ async function plugin(fastify: FastifyInstance, options: PixhookFastifyOptions):
     const stream = payload ?? request.raw;
     return respond(request, reply, nodeBodyReader(stream, undefined, HINT));
   });
-}
-
-/**
- * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
- * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
- * nothing either, and its rejection is not left unhandled.
- */
-function tenantOf(read: (request: FastifyRequest) => unknown, request: FastifyRequest): string | undefined {
-  try {
-    const tenant = read(request);
-    if (typeof tenant === 'string') return tenant;
-    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
-      Promise.resolve(tenant).catch(() => {});
-    }
-    return undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 // The CommonJS build exports the function itself; `.default` also serves code compiled from

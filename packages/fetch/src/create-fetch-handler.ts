@@ -1,4 +1,4 @@
-import { assertKnownOptions, describeType, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, describeType, tenantFrom, type WebhooksLike } from '@pixhook/core';
 import { requestBodyReader } from './read-body.js';
 
 /** Options of `createFetchHandler`. */
@@ -56,26 +56,8 @@ export function createFetchHandler(webhooks: WebhooksLike<Request>, options: Fet
       headers: request.headers,
       body: requestBodyReader(request),
       request,
-      tenant: readTenant === undefined ? undefined : tenantOf(readTenant, request),
+      tenant: readTenant === undefined ? undefined : tenantFrom(readTenant, request),
     });
     return new Response(result.body, { status: result.status, headers: result.headers });
   };
-}
-
-/**
- * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
- * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
- * nothing either, and its rejection is not left unhandled.
- */
-function tenantOf(read: (request: Request) => unknown, request: Request): string | undefined {
-  try {
-    const tenant = read(request);
-    if (typeof tenant === 'string') return tenant;
-    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
-      Promise.resolve(tenant).catch(() => {});
-    }
-    return undefined;
-  } catch {
-    return undefined;
-  }
 }

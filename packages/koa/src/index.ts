@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { assertKnownOptions, describeType, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, describeType, tenantFrom, type WebhooksLike } from '@pixhook/core';
 import { nodeBodyReader, pathMatcher, rawCopyOf } from '@pixhook/core/node';
 
 export type { WebhooksLike };
@@ -83,7 +83,7 @@ export function webhookMiddleware(
       headers: ctx.req.headers,
       body: nodeBodyReader(ctx.req, rawCopyOf(body, rawBody), HINT),
       request: ctx,
-      tenant: tenantOf(readTenant, ctx),
+      tenant: tenantFrom(readTenant, ctx),
     });
     // A timeout middleware (or the app) may have answered while the body or a handler was slow.
     if (ctx.res.headersSent || ctx.res.writableEnded) return;
@@ -91,22 +91,4 @@ export function webhookMiddleware(
     ctx.set(result.headers);
     ctx.body = result.body;
   };
-}
-
-/**
- * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
- * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
- * nothing either, and its rejection is not left unhandled.
- */
-function tenantOf(read: (ctx: KoaContextLike) => unknown, ctx: KoaContextLike): string | undefined {
-  try {
-    const tenant = read(ctx);
-    if (typeof tenant === 'string') return tenant;
-    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
-      Promise.resolve(tenant).catch(() => {});
-    }
-    return undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -1,4 +1,4 @@
-import { assertKnownOptions, describeType, type WebhooksLike } from '@pixhook/core';
+import { assertKnownOptions, describeType, tenantFrom, type WebhooksLike } from '@pixhook/core';
 import type { Context } from 'aws-lambda';
 import { toResult } from './answer.js';
 import { readEvent } from './read-event.js';
@@ -66,27 +66,9 @@ export function createLambdaHandler(
   async function pixhook(event: LambdaHttpEvent, context: Context): Promise<LambdaHttpResult> {
     const { shape, method, headers, body } = readEvent(event);
     const request = { event, context };
-    const tenant = tenantOf(readTenant, request);
+    const tenant = tenantFrom(readTenant, request);
     const response = await webhooks.handle({ method, headers, body, request, tenant });
     return toResult(shape, response);
   }
   return pixhook as LambdaHandler;
-}
-
-/**
- * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
- * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
- * nothing either, and its rejection is not left unhandled.
- */
-function tenantOf(read: (request: LambdaRequest) => unknown, request: LambdaRequest): string | undefined {
-  try {
-    const tenant = read(request);
-    if (typeof tenant === 'string') return tenant;
-    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
-      Promise.resolve(tenant).catch(() => {});
-    }
-    return undefined;
-  } catch {
-    return undefined;
-  }
 }

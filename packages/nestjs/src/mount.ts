@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { WebhooksLike } from '@pixhook/core';
+import { tenantFrom, type WebhooksLike } from '@pixhook/core';
 import { failAnswer, nodeBodyReader, rawCopyOf, sendAnswer } from '@pixhook/core/node';
 import pixhookFastify from '@pixhook/fastify';
 
@@ -50,7 +50,7 @@ export function mountOnExpress(
         headers: req.headers,
         body: nodeBodyReader(req, rawCopyOf(req.body, req.rawBody), HINT),
         request: req,
-        tenant: tenantOf(readTenant, req),
+        tenant: tenantFrom(readTenant, req),
       })
       .then(
         (result) => sendAnswer(res, result, next),
@@ -76,22 +76,4 @@ export function mountOnExpress(
 export function mountOnFastify(instance: FastifyLike, path: string, webhooks: WebhooksLike, tenant: ReadTenant): void {
   // The plugin reads the `:tenant` parameter itself when no tenant option is given.
   instance.register(pixhookFastify, tenant === undefined ? { webhooks, path } : { webhooks, path, tenant });
-}
-
-/**
- * The `tenant` option's answer when it is a string; nothing when it is anything else or throws
- * (core then refuses the request as SIGNATURE_MISMATCH). A promise (an async function) gives
- * nothing either, and its rejection is not left unhandled.
- */
-function tenantOf(read: (req: ExpressRequest) => unknown, req: ExpressRequest): string | undefined {
-  try {
-    const tenant = read(req);
-    if (typeof tenant === 'string') return tenant;
-    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
-      Promise.resolve(tenant).catch(() => {});
-    }
-    return undefined;
-  } catch {
-    return undefined;
-  }
 }

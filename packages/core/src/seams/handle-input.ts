@@ -40,3 +40,23 @@ export interface WebhookResponse {
   headers: Record<string, string>;
   body: string;
 }
+
+/**
+ * For adapters: the answer of a `tenant` option (`read`, called with the adapter's request) when it
+ * is a string; undefined when it is anything else or throws (core then refuses the request as
+ * `SIGNATURE_MISMATCH`, as for an unknown tenant). A promise (an async function) gives undefined
+ * too, and its rejection is not left unhandled: the tenant must be known at once.
+ * @example tenant: tenantFrom(options.tenant ?? ((req) => req.params?.tenant), req)
+ */
+export function tenantFrom<TRequest>(read: (request: TRequest) => unknown, request: TRequest): string | undefined {
+  try {
+    const tenant = read(request);
+    if (typeof tenant === 'string') return tenant;
+    if (typeof (tenant as PromiseLike<unknown> | undefined)?.then === 'function') {
+      Promise.resolve(tenant).catch(() => {});
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  }
+}
