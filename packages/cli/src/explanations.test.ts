@@ -9,6 +9,8 @@ const NEVER_ANSWERED = [
   'CLAIM_RELEASED',
   'ENDPOINT_AT_RISK',
   'ARCHIVE_FAILED',
+  'SCHEMA_MISMATCH',
+  'STALE_EVENT',
 ];
 
 describe('explainCode', () => {

@@ -33,6 +33,8 @@ const EXPLANATIONS: Partial<Record<WebhookErrorCode, string>> = {
     'A body parser read the request before pixhook and kept no raw copy, so the signature cannot be checked: mount pixhook’s middleware before the parser (the message says how).',
   STORE_UNAVAILABLE:
     'The receiver’s idempotency store (Redis, Postgres) failed; the handlers did not run, so a retry is safe.',
+  SECRET_UNAVAILABLE:
+    'The receiver looks up a secret per tenant, and the lookup failed or did not answer in time; nothing was verified, so a retry is safe.',
   HANDLER_TIMEOUT:
     'The handlers did not finish within the receiver’s handlerTimeoutMs, kept under the service’s 10-second deadline; move slow work to a queue.',
   QUEUE_UNAVAILABLE:

@@ -60,6 +60,7 @@ export {
   outcomeAfter,
   type WebhookArchive,
 } from './seams/archive.js';
+export type { Ordering } from './seams/context.js';
 export {
   CHANNELS,
   type DeliveryMessage,
@@ -88,6 +89,8 @@ export {
   DEFAULT_COMPLETED_TTL_MS,
   DEFAULT_IN_FLIGHT_TTL_MS,
   type IdempotencyStore,
+  isCurrent,
+  type OrderingResult,
 } from './seams/store.js';
 export {
   type BeginOptions,

@@ -247,6 +247,28 @@ describeWithRedis('the ordering guard and named handlers on RedisStore', () => {
     }
   });
 
+  it("marks per tenant: <prefix>order:<tenant, URI-encoded>/<key>; one tenant's newer event does not hold back another's", async () => {
+    const connection = await CLIENTS[0]!.connect(server.port);
+    try {
+      const prefix = uniquePrefix('order');
+      const webhooks = new Webhooks({ secret: () => SECRET, store: new RedisStore(connection.client, { prefix }) });
+      const applied: string[] = [];
+      webhooks.on('image.created', { ordering: BY_IMAGE }, (e, { tenant }) => void applied.push(`${tenant}:${e.id}`));
+      const forTenant = async (tenant: string, sent: AnyEvent) =>
+        (await webhooks.handle({ method: 'POST', ...createSignedRequest(sent, { secret: SECRET }), tenant })).status;
+      expect(await forTenant('a b', event('img_1', 200, 'evt_new'))).toBe(200);
+      expect(await forTenant('acme', event('img_1', 100, 'evt_old'))).toBe(200);
+      expect(applied).toEqual(['a b:evt_new', 'acme:evt_old']);
+      expect((await inspect.keys(`${prefix}order:*`)).sort()).toEqual([
+        `${prefix}order:${eventKey('image:img_1', 'a b')}`,
+        `${prefix}order:acme/image:img_1`,
+      ]);
+      expect(await inspect.get(`${prefix}order:a%20b/image:img_1`)).toBe('200 evt_new');
+    } finally {
+      await connection.close();
+    }
+  });
+
   it('a Redis that does not answer: advance() rejects within timeoutMs, and the delivery answers 503', async () => {
     const connection = await CLIENTS[0]!.connect(server.port);
     const prefix = uniquePrefix('order');
