@@ -159,6 +159,32 @@ describeWithRedis('named handlers and the ordering guard on BullMQ', () => {
     expect(await queue.countDeadLetters()).toBe(0);
   });
 
+  it("an event's job run again (its unnamed handler failed) writes no handler job twice: each named handler runs once", async () => {
+    const queue = track(new BullMQQueue(testQueueOptions(server.port)));
+    const webhooks = new Webhooks({ secret: SECRET, queue });
+    webhooks.onError(() => {});
+    const ran: string[] = [];
+    webhooks.on('image.created', { id: 'thumbnails' }, () => void ran.push('thumbnails'));
+    webhooks.on('image.created', (_event, context) => {
+      ran.push(`unnamed ${context.job?.attempt}`);
+      if (context.job?.attempt === 1) throw new Error('the database is away');
+    });
+    const request = signed();
+    const { id } = request.event;
+    expect((await webhooks.handle(request)).status).toBe(202);
+    track(queue.startWorker(webhooks));
+    for (const key of [id, `${id}#thumbnails`]) {
+      await until(async () => (await queue.bullQueue.getJobState(key)) === 'completed', `the job ${key}`);
+    }
+    expect(ran.filter((name) => name === 'thumbnails')).toHaveLength(1);
+    expect(ran.filter((name) => name.startsWith('unnamed'))).toEqual(['unnamed 1', 'unnamed 2']);
+    expect(await queue.bullQueue.getJobCounts('completed', 'waiting', 'delayed')).toEqual({
+      completed: 2,
+      waiting: 0,
+      delayed: 0,
+    });
+  });
+
   it('a handler id outside the readable form is hashed, never meeting another key', () => {
     expect(jobIdFor('evt_1#billing')).toBe('evt_1#billing');
     expect(jobIdFor('acme/evt_1#billing')).toBe('acme/evt_1#billing');

@@ -149,6 +149,30 @@ describeWithPostgres('named handlers and the ordering guard on pg-boss', () => {
     expect(await queue.countDeadLetters()).toBe(0);
   });
 
+  it("an event's job run again (its unnamed handler failed) writes no handler job twice: each named handler runs once", async () => {
+    const options = testQueueOptions();
+    const queue = track(new PgBossQueue(boss, options));
+    const webhooks = new Webhooks({ secret: SECRET, queue });
+    webhooks.onError(() => {});
+    const ran: string[] = [];
+    webhooks.on('image.created', { id: 'thumbnails' }, () => void ran.push('thumbnails'));
+    webhooks.on('image.created', (_event, context) => {
+      ran.push(`unnamed ${context.job?.attempt}`);
+      if (context.job?.attempt === 1) throw new Error('the database is away');
+    });
+    const request = signed();
+    const { id } = request.event;
+    const state = async (key: string) => (await boss.getJobById(options.name!, pgBossJobIdFor(key)))?.state;
+    expect((await webhooks.handle(request)).status).toBe(202);
+    track(queue.startWorker(webhooks, QUICK));
+    for (const key of [id, `${id}#thumbnails`]) {
+      await until(async () => (await state(key)) === 'completed', `the job ${key}`);
+    }
+    expect(ran.filter((name) => name === 'thumbnails')).toHaveLength(1);
+    expect(ran.filter((name) => name.startsWith('unnamed'))).toEqual(['unnamed 1', 'unnamed 2']);
+    expect(await jobCounts(boss, options.name!)).toEqual({ completed: 2 });
+  });
+
   it('the ordering guard in the worker: an older event processed after a newer one is skipped (STALE_EVENT), its jobs complete', async () => {
     const options = testQueueOptions();
     const queue = track(new PgBossQueue(boss, options));
