@@ -9,7 +9,7 @@
  * failing one is retried alone, each transactional one commits its own writes.
  */
 
-import { type AnyEvent, Webhooks, type WebhookVerificationError } from '@pixhook/core';
+import { type AnyEvent, isCurrent, Webhooks, type WebhookVerificationError } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { getMigrationSql, migrate, PostgresStore, PostgresTransactions } from '@pixhook/postgres';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
@@ -19,9 +19,9 @@ import { SECRET, testPool, uniqueTable, until } from './helpers/postgres.js';
 
 const BY_IMAGE = { key: (event: { data: { object: Record<string, unknown> } }) => `image:${event.data.object.id}` };
 
-/** Core's rule (`isCurrent` in @pixhook/core's store seam), written again as the tests' reference. */
+/** Core's rule, the tests' reference: `a` is at least as new as `b`. */
 const atLeast = (a: { version: number; id: string }, b: { version: number; id: string }) =>
-  a.version > b.version || (a.version === b.version && a.id >= b.id);
+  isCurrent(a.version, a.id, b.version, b.id);
 
 /** Now, in the service's seconds: a failed delivery of an event this young is not its last attempt. */
 const NOW = () => Math.floor(Date.now() / 1000);

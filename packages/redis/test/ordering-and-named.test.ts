@@ -7,7 +7,7 @@
  * record being the store's ordinary claim on `<event key>#<id>`.
  */
 
-import { type AnyEvent, eventKey, Webhooks, type WebhookVerificationError } from '@pixhook/core';
+import { type AnyEvent, eventKey, isCurrent, Webhooks, type WebhookVerificationError } from '@pixhook/core';
 import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
 import { RedisStore } from '@pixhook/redis';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
@@ -18,9 +18,9 @@ import { CLIENTS, type TestClient, uniquePrefix } from './helpers/clients.js';
 const SECRET = 'whsec_redis_ordering_5e6f';
 const BY_IMAGE = { key: (event: { data: { object: Record<string, unknown> } }) => `image:${event.data.object.id}` };
 
-/** Core's rule (`isCurrent` in @pixhook/core's store seam), written again as the tests' reference. */
+/** Core's rule, the tests' reference: `a` is at least as new as `b`. */
 const atLeast = (a: { version: number; id: string }, b: { version: number; id: string }) =>
-  a.version > b.version || (a.version === b.version && a.id >= b.id);
+  isCurrent(a.version, a.id, b.version, b.id);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Now, in the service's seconds: a failed delivery of an event this young is not its last attempt. */
