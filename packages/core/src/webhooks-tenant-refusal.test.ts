@@ -41,7 +41,7 @@ describe('a secret per tenant: an unknown tenant is refused as a wrong signature
     expect(hmacs.mock.calls.length - afterWrong).toBe(1);
     // One error each, both SIGNATURE_MISMATCH; the unknown tenant's says why, in its cause only.
     expect(heard.slice(-2).map((error) => error.code)).toEqual(['SIGNATURE_MISMATCH', 'SIGNATURE_MISMATCH']);
-    expect(String((heard.at(-1)?.cause as Error).message)).toMatch(/found no secret for this tenant/);
+    expect(String((heard.at(-1)?.cause as Error | undefined)?.message)).toMatch(/found no secret for this tenant/);
     expect(JSON.stringify(unknown)).not.toMatch(/tenant/);
   });
 });
