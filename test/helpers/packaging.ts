@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import {
@@ -140,7 +140,13 @@ export async function npmInstallOffline(
       if (!source) throw new Error(`${pkg.name} depends on ${dep}, which is not installed: run pnpm install.`);
       const packed = await run(
         'npm',
-        ['pack', realpathSync(source), '--ignore-scripts', '--pack-destination', 'vendor', '--json'],
+        [
+          'pack',
+          withoutScripts(realpathSync(source), join(dir, 'sources', dep)),
+          '--pack-destination',
+          'vendor',
+          '--json',
+        ],
         {
           cwd: dir,
         },
@@ -152,6 +158,25 @@ export async function npmInstallOffline(
   }
   const args = ['install', '--offline', '--no-audit', '--no-fund', '--cache', join(dir, '.npm-cache')];
   return run('npm', [...args, ...tarballs, ...vendored], { cwd: dir, timeoutMs: 120_000 });
+}
+
+/**
+ * A copy of the installed package at `source`, in `copy`, without its `scripts`: `npm pack` of a
+ * folder runs its `prepare` script whatever `--ignore-scripts` says (lru-cache's builds it with
+ * tshy, which is not installed), and npm 11 crashes on it. What is packed is the installed files,
+ * which are what the registry's tarball held.
+ */
+function withoutScripts(source: string, copy: string): string {
+  cpSync(source, copy, {
+    recursive: true,
+    dereference: true,
+    filter: (path) => !path.includes('/node_modules/', source.length),
+  });
+  const manifestPath = join(copy, 'package.json');
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { scripts?: unknown };
+  delete manifest.scripts;
+  writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
+  return copy;
 }
 
 /** The attw command line of the workspace's @arethetypeswrong/cli. */
