@@ -2,7 +2,14 @@ import { WebhookVerificationError } from '../protocol/errors.js';
 import { eventKey, handlerKey } from '../protocol/event-key.js';
 import type { AnyEvent } from '../protocol/events.js';
 import type { WebhookArchive } from '../seams/archive.js';
-import { type AnyHandler, type ErrorContext, type HandlerContext, handlerId, type Ordering } from '../seams/context.js';
+import {
+  type AnyHandler,
+  type ErrorContext,
+  type HandlerContext,
+  handlerId,
+  handlerMeta,
+  type Ordering,
+} from '../seams/context.js';
 import { callHandler, type DeliveryMessage, traceSkipped } from '../seams/diagnostics.js';
 import { isSchemaMismatch } from '../seams/schema.js';
 import type { IdempotencyStore } from '../seams/store.js';
@@ -10,7 +17,7 @@ import { commitFailed, commitReadBack, type EventTransactions, rollbackFailed } 
 import { cancelDeadline, setDeadline } from '../util/deadlines.js';
 import { isThenable, type Maybe } from '../util/maybe.js';
 import { type DeliveryDraft, deliveryEntry, timedCall, writeEntry } from './archiving.js';
-import { type Decisions, type MarkKeeper, orderingOf, shouldRun } from './ordering.js';
+import { type Decisions, type MarkKeeper, shouldRun } from './ordering.js';
 import { DONE, DUPLICATE, type Outcome } from './outcome.js';
 import {
   beginEvent,
@@ -175,7 +182,11 @@ function ended(run: Run, claim: HeldClaim): Maybe<Outcome> {
  */
 function call(run: Run, i: number): unknown {
   const handler = run.handlers[i] as AnyHandler;
-  const ordering = orderingOf(handler, run.host.options.ordering);
+  const meta = handlerMeta(handler);
+  const everywhere = run.host.options.ordering;
+  // Most handlers: registered without options, no guard for every handler.
+  if (meta === undefined && everywhere === undefined) return callOne(run, i, run.context);
+  const ordering = meta?.ordering === false ? undefined : (meta?.ordering ?? everywhere);
   if (ordering === undefined) return callRecorded(run, i);
   run.decisions ??= new Map();
   let go: Maybe<boolean>;

@@ -143,6 +143,11 @@ export function registeredHandler(handler: AnyHandler, meta: HandlerMeta): AnyHa
   return registered;
 }
 
+/** What the registration said of a handler; undefined for one registered without options. */
+export function handlerMeta(handler: AnyHandler): HandlerMeta | undefined {
+  return HANDLER_META.get(handler);
+}
+
 /** The id a handler was registered under; undefined for an unnamed one. */
 export function handlerId(handler: AnyHandler): string | undefined {
   return HANDLER_META.get(handler)?.id;
