@@ -5,50 +5,18 @@
  */
 
 import { BullMQQueue, jobIdFor } from '@pixhook/bullmq';
-import {
-  type AnyEvent,
-  eventKey,
-  type HandlerContext,
-  type StandardSchemaV1,
-  Webhooks,
-  type WebhookVerificationError,
-} from '@pixhook/core';
-import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { type AnyEvent, eventKey, type HandlerContext, Webhooks, type WebhookVerificationError } from '@pixhook/core';
+import { createTestEvent } from '@pixhook/core/testing';
 import { RedisArchive } from '@pixhook/redis';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
+import { bytesSchema, forTenant, TENANT_SECRETS } from '@pixhook/test-helpers/tenants';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { testQueueOptions, until } from './helpers/queues.js';
 
-/** One secret per tenant; one tenant's name has a space, a slash and a non-ASCII letter. */
-const SECRETS: Record<string, string> = {
-  acme: 'whsec_tenant_acme_1a2b',
-  'a b/ü': 'whsec_tenant_odd_3c4d',
-};
-
-/** A delivery of `event` signed with `tenant`'s secret, naming that tenant. */
-function forTenant(tenant: string, event: AnyEvent) {
-  const { headers, body } = createSignedRequest(event, { secret: SECRETS[tenant]! });
-  return { method: 'POST', headers, body, tenant };
-}
-
 /** Set by a test: the schema below lets everything through (the schema, fixed). */
 let lenient = false;
-
-/**
- * A Standard Schema v1 validator written by hand (this package's tests do not depend on zod):
- * `data.object.bytes` must be a number.
- */
-const schema: StandardSchemaV1<unknown, { bytes: number }> = {
-  '~standard': {
-    version: 1,
-    vendor: 'test',
-    validate: (value) =>
-      lenient || typeof (value as { bytes?: unknown } | null)?.bytes === 'number'
-        ? { value: value as { bytes: number } }
-        : { issues: [{ message: 'Expected a number', path: ['bytes'] }] },
-  },
-};
+const schema = bytesSchema(() => lenient);
 
 describeWithRedis('secrets per tenant and schemas on BullMQ', () => {
   let server: RedisServer;
@@ -74,15 +42,15 @@ describeWithRedis('secrets per tenant and schemas on BullMQ', () => {
 
   it("two tenants' deliveries of one event id are two jobs, both run with the tenant and the secret; a redelivery adds none", async () => {
     const queue = track(new BullMQQueue(testQueueOptions(server.port)));
-    const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant], queue });
+    const webhooks = new Webhooks({ secret: (tenant) => TENANT_SECRETS[tenant], queue });
     const runs: { tenant: string | undefined; context: HandlerContext }[] = [];
     webhooks.on('image.created', (_event, context) => void runs.push({ tenant: context.tenant, context }));
     const event = createTestEvent('image.created') as AnyEvent;
-    for (const tenant of Object.keys(SECRETS)) {
+    for (const tenant of Object.keys(TENANT_SECRETS)) {
       expect((await webhooks.handle(forTenant(tenant, event))).status).toBe(202);
     }
     // Each tenant's job id is its key: readable, the tenant URI-encoded before the event id.
-    const keys = Object.keys(SECRETS).map((tenant) => eventKey(event.id, tenant));
+    const keys = Object.keys(TENANT_SECRETS).map((tenant) => eventKey(event.id, tenant));
     expect(keys).toEqual([`acme/${event.id}`, `a%20b%2F%C3%BC/${event.id}`]);
     expect(keys.map(jobIdFor)).toEqual(keys);
     for (const key of keys) expect(await queue.bullQueue.getJobState(key)).toBe('waiting');
@@ -95,13 +63,13 @@ describeWithRedis('secrets per tenant and schemas on BullMQ', () => {
     for (const key of keys) {
       await until(async () => (await queue.bullQueue.getJobState(key)) === 'completed', `the job ${key}`);
     }
-    expect(runs.map((run) => run.tenant).sort()).toEqual(Object.keys(SECRETS).sort());
+    expect(runs.map((run) => run.tenant).sort()).toEqual(Object.keys(TENANT_SECRETS).sort());
     for (const { tenant, context } of runs) {
       expect(context.secret).toEqual({ index: 0 });
       expect(context.job?.jobId).toBe(eventKey(event.id, tenant));
     }
     // Done: redeliveries for either tenant add nothing.
-    for (const tenant of Object.keys(SECRETS)) {
+    for (const tenant of Object.keys(TENANT_SECRETS)) {
       expect((await webhooks.handle(forTenant(tenant, event))).status).toBe(202);
     }
     expect(await queue.bullQueue.getJobCounts('waiting', 'completed')).toEqual({ waiting: 0, completed: 2 });
@@ -125,7 +93,7 @@ describeWithRedis('secrets per tenant and schemas on BullMQ', () => {
     });
     toClose.push({ close: () => archive.close() });
     const queue = track(new BullMQQueue(testQueueOptions(server.port, { attempts: 5 })));
-    const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant], queue, archive });
+    const webhooks = new Webhooks({ secret: (tenant) => TENANT_SECRETS[tenant], queue, archive });
     const checked: number[] = [];
     const others: HandlerContext[] = [];
     webhooks.on('image.created', { schema }, (event) => void checked.push(event.data.object.bytes));

@@ -5,50 +5,18 @@
  * listed, retried with all its attempts, and discarded as any other.
  */
 
-import {
-  type AnyEvent,
-  eventKey,
-  type HandlerContext,
-  type StandardSchemaV1,
-  Webhooks,
-  type WebhookVerificationError,
-} from '@pixhook/core';
-import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { type AnyEvent, eventKey, type HandlerContext, Webhooks, type WebhookVerificationError } from '@pixhook/core';
+import { createTestEvent } from '@pixhook/core/testing';
 import { PgBossQueue, pgBossJobIdFor } from '@pixhook/pg-boss';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
+import { bytesSchema, forTenant, TENANT_SECRETS } from '@pixhook/test-helpers/tenants';
 import type PgBoss from 'pg-boss';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { jobCounts, QUICK, sleep, startBoss, testQueueOptions, until } from './helpers/pg-boss.js';
 
-/** One secret per tenant; one tenant's name has a space, a slash and a non-ASCII letter. */
-const SECRETS: Record<string, string> = {
-  acme: 'whsec_tenant_acme_5e6f',
-  'a b/ü': 'whsec_tenant_odd_7a8b',
-};
-
-/** A delivery of `event` signed with `tenant`'s secret, naming that tenant. */
-function forTenant(tenant: string, event: AnyEvent) {
-  const { headers, body } = createSignedRequest(event, { secret: SECRETS[tenant]! });
-  return { method: 'POST', headers, body, tenant };
-}
-
 /** Set by a test: the schema below lets everything through (the schema, fixed). */
 let lenient = false;
-
-/**
- * A Standard Schema v1 validator written by hand (this package's tests do not depend on zod):
- * `data.object.bytes` must be a number.
- */
-const schema: StandardSchemaV1<unknown, { bytes: number }> = {
-  '~standard': {
-    version: 1,
-    vendor: 'test',
-    validate: (value) =>
-      lenient || typeof (value as { bytes?: unknown } | null)?.bytes === 'number'
-        ? { value: value as { bytes: number } }
-        : { issues: [{ message: 'Expected a number', path: ['bytes'] }] },
-  },
-};
+const schema = bytesSchema(() => lenient);
 
 describeWithPostgres('secrets per tenant and schemas on pg-boss', () => {
   let server: PostgresServer;
@@ -78,14 +46,14 @@ describeWithPostgres('secrets per tenant and schemas on pg-boss', () => {
   it("two tenants' deliveries of one event id are two jobs, both run with the tenant and the secret; a redelivery adds none", async () => {
     const options = testQueueOptions();
     const queue = track(new PgBossQueue(boss, options));
-    const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant], queue });
+    const webhooks = new Webhooks({ secret: (tenant) => TENANT_SECRETS[tenant], queue });
     const runs: HandlerContext[] = [];
     webhooks.on('image.created', (_event, context) => void runs.push(context));
     const event = createTestEvent('image.created') as AnyEvent;
-    for (const tenant of Object.keys(SECRETS)) {
+    for (const tenant of Object.keys(TENANT_SECRETS)) {
       expect((await webhooks.handle(forTenant(tenant, event))).status).toBe(202);
     }
-    const keys = Object.keys(SECRETS).map((tenant) => eventKey(event.id, tenant));
+    const keys = Object.keys(TENANT_SECRETS).map((tenant) => eventKey(event.id, tenant));
     for (const key of keys) expect(await stateOf(options.name!, key)).toBe('created');
     // Neither is the job of the event id alone.
     expect(await stateOf(options.name!, event.id)).toBeUndefined();
@@ -95,13 +63,13 @@ describeWithPostgres('secrets per tenant and schemas on pg-boss', () => {
 
     track(queue.startWorker(webhooks, QUICK));
     await until(async () => (await jobCounts(boss, options.name!)).completed === 2, 'both jobs to complete');
-    expect(runs.map((context) => context.tenant).sort()).toEqual(Object.keys(SECRETS).sort());
+    expect(runs.map((context) => context.tenant).sort()).toEqual(Object.keys(TENANT_SECRETS).sort());
     for (const context of runs) {
       expect(context.secret).toEqual({ index: 0 });
       expect(context.job?.jobId).toBe(pgBossJobIdFor(eventKey(event.id, context.tenant)));
     }
     // Done: redeliveries for either tenant add nothing.
-    for (const tenant of Object.keys(SECRETS)) {
+    for (const tenant of Object.keys(TENANT_SECRETS)) {
       expect((await webhooks.handle(forTenant(tenant, event))).status).toBe(202);
     }
     await sleep(300);
@@ -112,7 +80,7 @@ describeWithPostgres('secrets per tenant and schemas on pg-boss', () => {
   it('an event a handler schema refuses: the other handler runs once, the job is a dead letter after one of 5 attempts; retried, it has all 5', async () => {
     const options = testQueueOptions({ attempts: 5 });
     const queue = track(new PgBossQueue(boss, options));
-    const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant], queue });
+    const webhooks = new Webhooks({ secret: (tenant) => TENANT_SECRETS[tenant], queue });
     const checked: number[] = [];
     const others: HandlerContext[] = [];
     webhooks.on('image.created', { schema }, (event) => void checked.push(event.data.object.bytes));
@@ -159,7 +127,7 @@ describeWithPostgres('secrets per tenant and schemas on pg-boss', () => {
   it('a schema mismatch on a job with attempts left is discarded like any dead letter; a later delivery is queued anew', async () => {
     const options = testQueueOptions({ attempts: 3 });
     const queue = track(new PgBossQueue(boss, options));
-    const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant], queue });
+    const webhooks = new Webhooks({ secret: (tenant) => TENANT_SECRETS[tenant], queue });
     const runs: number[] = [];
     webhooks.on('image.created', { schema }, () => void runs.push(1));
     webhooks.onError(() => {});

@@ -6,45 +6,19 @@
  * in a transactional pg-boss worker, where the job is a dead letter at once.
  */
 
-import { type AnyEvent, eventKey, type StandardSchemaV1, Webhooks, type WebhookVerificationError } from '@pixhook/core';
-import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { type AnyEvent, eventKey, Webhooks, type WebhookVerificationError } from '@pixhook/core';
+import { createTestEvent } from '@pixhook/core/testing';
 import { PgBossQueue } from '@pixhook/pg-boss';
 import { migrate, PostgresStore, PostgresTransactions } from '@pixhook/postgres';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
+import { bytesSchema, forTenant, TENANT_SECRETS, TENANTS } from '@pixhook/test-helpers/tenants';
 import PgBoss from 'pg-boss';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshTables, rowCounts, testPool, uniqueTable, until } from './helpers/postgres.js';
 
-/** One secret per tenant; one tenant's name has a space, a slash and a non-ASCII letter. */
-const SECRETS: Record<string, string> = {
-  acme: 'whsec_tenant_acme_3a4b',
-  'a b/ü': 'whsec_tenant_odd_5c6d',
-};
-const TENANTS = Object.keys(SECRETS);
-
-/** A delivery of `event` signed with `tenant`'s secret, naming that tenant. */
-function forTenant(tenant: string, event: AnyEvent) {
-  const { headers, body } = createSignedRequest(event, { secret: SECRETS[tenant]! });
-  return { method: 'POST', headers, body, tenant };
-}
-
 /** Set by a test: the schema below lets everything through (the schema, fixed). */
 let lenient = false;
-
-/**
- * A Standard Schema v1 validator written by hand (this package's tests do not depend on zod):
- * `data.object.bytes` must be a number.
- */
-const schema: StandardSchemaV1<unknown, { bytes: number }> = {
-  '~standard': {
-    version: 1,
-    vendor: 'test',
-    validate: (value) =>
-      lenient || typeof (value as { bytes?: unknown } | null)?.bytes === 'number'
-        ? { value: value as { bytes: number } }
-        : { issues: [{ message: 'Expected a number', path: ['bytes'] }] },
-  },
-};
+const schema = bytesSchema(() => lenient);
 
 /** The answer's status and parsed body. */
 async function answer(webhooks: Webhooks, request: ReturnType<typeof forTenant>) {
@@ -73,7 +47,10 @@ describeWithPostgres('secrets per tenant and schemas on Postgres', () => {
   it("PostgresStore: two tenants' deliveries of one event id are both processed; a tenant's redelivery is a duplicate", async () => {
     const table = uniqueTable();
     await migrate(pool, { table });
-    const webhooks = new Webhooks({ secret: (tenant) => SECRETS[tenant], store: new PostgresStore(pool, { table }) });
+    const webhooks = new Webhooks({
+      secret: (tenant) => TENANT_SECRETS[tenant],
+      store: new PostgresStore(pool, { table }),
+    });
     const runs: (string | undefined)[] = [];
     webhooks.on('image.created', (_event, context) => void runs.push(context.tenant));
     const event = createTestEvent('image.created') as AnyEvent;
@@ -92,7 +69,7 @@ describeWithPostgres('secrets per tenant and schemas on Postgres', () => {
   it("PostgresTransactions: two tenants' deliveries of one event id both commit their writes; a tenant's redelivery is a duplicate", async () => {
     const tables = await freshTables(pool);
     const webhooks = new Webhooks({
-      secret: (tenant) => SECRETS[tenant],
+      secret: (tenant) => TENANT_SECRETS[tenant],
       transactions: new PostgresTransactions(pool, { table: tables.table }),
     });
     webhooks.on('image.created', async (event, { transaction, tenant }) => {
@@ -114,7 +91,7 @@ describeWithPostgres('secrets per tenant and schemas on Postgres', () => {
   it("transactional: a schema mismatch commits the other handlers' writes and answers 200; a redelivery is a duplicate", async () => {
     const tables = await freshTables(pool);
     const webhooks = new Webhooks({
-      secret: (tenant) => SECRETS[tenant],
+      secret: (tenant) => TENANT_SECRETS[tenant],
       transactions: new PostgresTransactions(pool, { table: tables.table }),
     });
     const checked: number[] = [];
@@ -146,7 +123,7 @@ describeWithPostgres('secrets per tenant and schemas on Postgres', () => {
     try {
       const tables = await freshTables(pool);
       const webhooks = new Webhooks({
-        secret: (tenant) => SECRETS[tenant],
+        secret: (tenant) => TENANT_SECRETS[tenant],
         queue,
         transactions: new PostgresTransactions(pool, { table: tables.table }),
       });

@@ -5,24 +5,13 @@
  */
 
 import { type AnyEvent, eventKey, type HandlerContext, Webhooks } from '@pixhook/core';
-import { createSignedRequest, createTestEvent } from '@pixhook/core/testing';
+import { createTestEvent } from '@pixhook/core/testing';
 import { RedisStore } from '@pixhook/redis';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
+import { forTenant, TENANT_SECRETS } from '@pixhook/test-helpers/tenants';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CLIENTS, uniquePrefix } from './helpers/clients.js';
-
-/** One secret per tenant; one tenant's name has a space, a slash and a non-ASCII letter. */
-const SECRETS: Record<string, string> = {
-  acme: 'whsec_tenant_acme_9c0d',
-  'a b/ü': 'whsec_tenant_odd_1e2f',
-};
-
-/** A delivery of `event` signed with `tenant`'s secret, naming that tenant. */
-function forTenant(tenant: string, event: AnyEvent) {
-  const { headers, body } = createSignedRequest(event, { secret: SECRETS[tenant]! });
-  return { method: 'POST', headers, body, tenant };
-}
 
 describeWithRedis('RedisStore with secrets per tenant', () => {
   let server: RedisServer;
@@ -43,20 +32,20 @@ describeWithRedis('RedisStore with secrets per tenant', () => {
       try {
         const prefix = uniquePrefix('tenants');
         const webhooks = new Webhooks({
-          secret: (tenant) => SECRETS[tenant],
+          secret: (tenant) => TENANT_SECRETS[tenant],
           store: new RedisStore(connection.client, { prefix }),
         });
         const runs: HandlerContext[] = [];
         webhooks.on('image.created', (_event, context) => void runs.push(context));
         const event = createTestEvent('image.created') as AnyEvent;
-        for (const tenant of Object.keys(SECRETS)) {
+        for (const tenant of Object.keys(TENANT_SECRETS)) {
           const answer = await webhooks.handle(forTenant(tenant, event));
           expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { received: true }]);
         }
-        expect(runs.map((context) => context.tenant)).toEqual(Object.keys(SECRETS));
+        expect(runs.map((context) => context.tenant)).toEqual(Object.keys(TENANT_SECRETS));
         expect(runs.map((context) => context.secret)).toEqual([{ index: 0 }, { index: 0 }]);
         // The service's redelivery, with a new delivery id, for each tenant: duplicates.
-        for (const tenant of Object.keys(SECRETS)) {
+        for (const tenant of Object.keys(TENANT_SECRETS)) {
           const again = await webhooks.handle(forTenant(tenant, event));
           expect([again.status, JSON.parse(again.body)]).toEqual([200, { received: true, duplicate: true }]);
         }
@@ -79,7 +68,7 @@ describeWithRedis('RedisStore with secrets per tenant', () => {
     try {
       const prefix = uniquePrefix('tenants');
       const webhooks = new Webhooks({
-        secret: (tenant) => SECRETS[tenant],
+        secret: (tenant) => TENANT_SECRETS[tenant],
         store: new RedisStore(connection.client, { prefix }),
       });
       webhooks.onError(() => {});

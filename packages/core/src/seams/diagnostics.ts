@@ -277,6 +277,20 @@ export function callHandler(
   parent: DeliveryMessage | JobMessage | undefined,
 ): unknown {
   if (!handlerChannel.hasSubscribers) return handler(event, context);
+  return traceStep(handlerChannel, handlerMessage(handler, index, event, context, parent), () =>
+    handler(event, context),
+  );
+}
+
+/** The message of one handler's trace; `skipped` for a handler that does not run. */
+function handlerMessage(
+  handler: AnyHandler,
+  index: number,
+  event: AnyEvent,
+  context: HandlerContext,
+  parent: DeliveryMessage | JobMessage | undefined,
+  skipped?: 'stale',
+): HandlerMessage {
   const message: HandlerMessage = {
     eventType: event.type,
     eventId: event.id,
@@ -286,7 +300,7 @@ export function callHandler(
     job: context.job,
     parent,
   };
-  return traceStep(handlerChannel, message, () => handler(event, context));
+  return skipped === undefined ? message : { ...message, skipped };
 }
 
 /** Traces a handler the ordering guard skipped (`skipped: 'stale'`), when someone subscribes. */
@@ -298,15 +312,5 @@ export function traceSkipped(
   parent: DeliveryMessage | JobMessage | undefined,
 ): void {
   if (!handlerChannel.hasSubscribers) return;
-  const message: HandlerMessage = {
-    eventType: event.type,
-    eventId: event.id,
-    deliveryId: context.deliveryId,
-    handlerName: handler.name || 'anonymous',
-    index,
-    job: context.job,
-    parent,
-    skipped: 'stale',
-  };
-  traceStep(handlerChannel, message, () => undefined);
+  traceStep(handlerChannel, handlerMessage(handler, index, event, context, parent, 'stale'), () => undefined);
 }
