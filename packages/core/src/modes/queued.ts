@@ -111,14 +111,7 @@ function write(
     if (message) message.error = error;
     return { kind: 'rejected', error };
   };
-  const traceContext = message?.traceContext;
-  const { replay, tenant, secret } = delivery;
-  const stored: { -readonly [K in keyof QueuedDelivery]: QueuedDelivery[K] } = { event, deliveryId, timestamp };
-  if (traceContext !== undefined) stored.traceContext = traceContext;
-  if (replay !== undefined) stored.replay = replay;
-  if (tenant !== undefined) stored.tenant = tenant;
-  if (secret !== undefined)
-    stored.secret = secret.label === undefined ? { index: secret.index } : { index: secret.index, label: secret.label };
+  const stored = storedDelivery(delivery, message?.traceContext);
   // A queue that throws synchronously, or returns something that is not a promise, is handled alike.
   const written = new Promise((resolve) => resolve(queue.enqueue(stored)));
   const limit = writeDeadline(host.options, startedAt);
@@ -232,12 +225,8 @@ async function writeHandlerJobs(
   ids: readonly string[],
   report: (error: WebhookVerificationError) => void,
 ): Promise<void> {
-  const { event, deliveryId, timestamp, tenant, secret, replay, traceContext } = delivery;
-  const base: { -readonly [K in keyof QueuedDelivery]: QueuedDelivery[K] } = { event, deliveryId, timestamp };
-  if (traceContext !== undefined) base.traceContext = traceContext;
-  if (replay !== undefined) base.replay = replay;
-  if (tenant !== undefined) base.tenant = tenant;
-  if (secret !== undefined) base.secret = secret;
+  const { event } = delivery;
+  const base = storedDelivery(delivery, storedTraceContext(delivery.traceContext));
   try {
     await Promise.all(ids.map((handler) => jobs.enqueue({ ...base, handler })));
   } catch (cause) {
@@ -249,6 +238,24 @@ async function writeHandlerJobs(
     report(error);
     throw error;
   }
+}
+
+/**
+ * What a queue stores of `delivery`: the signed event, the delivery's id and `t`, and what is set of
+ * the trace context, the replay, the tenant and the secret that matched; nothing else it may hold.
+ */
+function storedDelivery(
+  delivery: QueuedDelivery,
+  traceContext: Readonly<Record<string, string>> | undefined,
+): { -readonly [K in keyof QueuedDelivery]: QueuedDelivery[K] } {
+  const { event, deliveryId, timestamp, replay, tenant } = delivery;
+  const stored: { -readonly [K in keyof QueuedDelivery]: QueuedDelivery[K] } = { event, deliveryId, timestamp };
+  if (traceContext !== undefined) stored.traceContext = traceContext;
+  if (replay !== undefined) stored.replay = replay;
+  if (tenant !== undefined) stored.tenant = tenant;
+  const secret = storedSecret(delivery.secret);
+  if (secret !== undefined) stored.secret = secret;
+  return stored;
 }
 
 /** The secret a job says verified its delivery, when it has the shape core wrote; else undefined. */
