@@ -16,6 +16,7 @@ import { describeWithPostgres, type PostgresServer, startPostgresServer } from '
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { until } from './helpers/postgres.js';
 
 /** An idle worker polls every 100 ms. */
 const QUICK = { pollingIntervalMs: 100 } as const;
@@ -121,6 +122,8 @@ describeWithPostgres('queued mode on pg-boss with a PostgresArchive', () => {
       maxAttempts: 5,
     });
     expect(others).toEqual([1]);
+    // The archive's step is written before the worker fails the job: wait for the dead letter itself.
+    await until(async () => (await queue.countDeadLetters()) === 1, 'the dead letter');
     expect(await queue.listDeadLetters()).toMatchObject([{ attemptsMade: 1, delivery: { tenant: 'acme' } }]);
     await queue.discardAllDeadLetters();
   });
