@@ -8,6 +8,12 @@ import { createTestEvent } from '@pixhook/core/testing';
 import { createFetchHandler } from '@pixhook/fetch';
 import { delivery, nowSeconds, SECRET } from '@pixhook/test-helpers/deliveries';
 import { fromResponse } from '@pixhook/test-helpers/fetch-client';
+import {
+  brokenTenantOptions,
+  expectNoUnhandledRejection,
+  NO_TENANT_CAUSE,
+  recordingTenantWebhooks,
+} from '@pixhook/test-helpers/tenants';
 import { describe, expect, it, vi } from 'vitest';
 
 /** The packages a fetch handler is built from; fresh copies of them on Web Crypto, see below. */
@@ -245,11 +251,7 @@ describe('createFetchHandler', () => {
 describe('createFetchHandler: the tenant, with secrets looked up per tenant', () => {
   const SECRETS: Record<string, string> = { acme: 'whsec_fetch_acme_8d2a', globex: 'whsec_fetch_globex_1c4e' };
   function tenantSetup(tenant?: (request: Request) => string | undefined) {
-    const webhooks = new Webhooks<Record<string, object>, Request>({ secret: (name) => SECRETS[name] });
-    const tenants: (string | undefined)[] = [];
-    const causes: string[] = [];
-    webhooks.onAny((_event, context) => void tenants.push(context.tenant));
-    webhooks.onError((error) => void causes.push(`${error.code}: ${(error.cause as Error | undefined)?.message}`));
+    const { webhooks, tenants, causes } = recordingTenantWebhooks<Request>(SECRETS);
     return { handler: createFetchHandler(webhooks, tenant === undefined ? {} : { tenant }), tenants, causes };
   }
   const at = (url: string, tenant: string) => {
@@ -273,39 +275,20 @@ describe('createFetchHandler: the tenant, with secrets looked up per tenant', ()
     const { handler, tenants, causes } = tenantSetup();
     expect((await handler(at('https://example.com/webhooks/acme', 'acme'))).status).toBe(400);
     expect(tenants).toEqual([]);
-    expect(causes).toEqual([expect.stringMatching(/^SIGNATURE_MISMATCH: pixhook: no tenant came with this request/)]);
+    expect(causes).toEqual([expect.stringMatching(NO_TENANT_CAUSE)]);
   });
 
   it('a tenant option that throws, or answers no string, gives no tenant: 400 SIGNATURE_MISMATCH, no crash', async () => {
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
-    process.on('unhandledRejection', onUnhandled);
-    try {
-      const answers = [
-        () => {
-          throw new Error('tenant parser bug');
-        },
-        () => 1,
-        async () => {
-          throw new Error('async tenant parser bug');
-        },
-      ];
-      for (const tenant of answers) {
+    await expectNoUnhandledRejection(async () => {
+      for (const tenant of brokenTenantOptions(1)) {
         const { handler, tenants, causes } = tenantSetup(tenant as never);
         const res = await fromResponse(await handler(at('https://example.com/webhooks/acme', 'acme')));
         expect([res.status, (res.json as { error: { code: string } }).error.code]).toEqual([400, 'SIGNATURE_MISMATCH']);
         expect(res.text).not.toContain('tenant parser bug');
         expect(tenants).toEqual([]);
-        expect(causes).toEqual([
-          expect.stringMatching(/^SIGNATURE_MISMATCH: pixhook: no tenant came with this request/),
-        ]);
+        expect(causes).toEqual([expect.stringMatching(NO_TENANT_CAUSE)]);
       }
-      // Node reports an unhandled rejection once the microtasks have run, before the next turn.
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(unhandled).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-    }
+    });
   });
 });
 

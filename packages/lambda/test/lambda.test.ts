@@ -15,6 +15,7 @@ import { createTestEvent } from '@pixhook/core/testing';
 import { createLambdaHandler, type LambdaHttpEvent, type LambdaRequest } from '@pixhook/lambda';
 import { delivery, errorCode, nowSeconds, SECRET, signedBody } from '@pixhook/test-helpers/deliveries';
 import { lambdaContext } from '@pixhook/test-helpers/lambda-context';
+import { brokenTenantOptions, expectNoUnhandledRejection } from '@pixhook/test-helpers/tenants';
 import type { ALBEvent, APIGatewayProxyEvent, APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { type EventInput, eventFor, readResult, SHAPES, type Shape } from './helpers/events.js';
@@ -366,21 +367,8 @@ describe('createLambdaHandler(webhooks, options)', () => {
     it.each(SHAPES)(
       '%s: a tenant option that throws, or answers no string, gives no tenant: 400 SIGNATURE_MISMATCH, no crash',
       async (shape) => {
-        const unhandled: unknown[] = [];
-        const onUnhandled = (reason: unknown) => void unhandled.push(reason);
-        process.on('unhandledRejection', onUnhandled);
-        try {
-          const answers = [
-            () => {
-              throw new Error('tenant parser bug');
-            },
-            () => 42,
-            async () => 'acme',
-            async () => {
-              throw new Error('async tenant parser bug');
-            },
-          ];
-          for (const tenant of answers) {
+        await expectNoUnhandledRejection(async () => {
+          for (const tenant of [...brokenTenantOptions(42), async () => 'acme']) {
             const { handler, tenants, errors } = tenantSetup({ tenant: tenant as never });
             const res = await send(handler, shape, to('acme'));
             expect({ status: res.status, code: errorCode(res.json) }).toEqual({
@@ -393,12 +381,7 @@ describe('createLambdaHandler(webhooks, options)', () => {
               /no tenant came with this request/,
             );
           }
-          // Node reports an unhandled rejection once the microtasks have run, before the next turn.
-          await new Promise((resolve) => setImmediate(resolve));
-          expect(unhandled).toEqual([]);
-        } finally {
-          process.off('unhandledRejection', onUnhandled);
-        }
+        });
       },
     );
   });
