@@ -3,7 +3,7 @@
 // - baseline: the framework's raw-body parser and the hand-written verification;
 // - pixhook: the pixhook adapter, mounted as its README says (store: memory, redis, postgres, or none;
 //   transactional handlers on Postgres, store: 'transactions'; or queued mode on BullMQ, store:
-//   'bullmq', whose handler runs in a worker process);
+//   'bullmq', or on pg-boss, store: 'pg-boss', whose handler runs in a worker process);
 // - octokit: @octokit/webhooks' createNodeMiddleware (Express only), with GitHub's signatures.
 // The NestJS servers (nest-express, nest-fastify: Nest on each of its HTTP platforms) have two:
 // - bare: a Nest controller route that reads nothing and answers 200 (Nest's own ceiling);
@@ -13,6 +13,7 @@
 // code that is loaded but unused elsewhere changes how V8 compiles what the server runs (loading
 // all three frameworks made Node's own stream and tick code several µs slower per request).
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import { SECRET } from '../payloads.mjs';
 import { handledCount } from './baseline.mjs';
 
@@ -61,6 +62,12 @@ export async function createWebhooks({
     // Connect before the first request, as a server that has been up a while would be.
     await queue.bullQueue.waitUntilReady();
     close = () => queue.close();
+  }
+  if (store === 'pg-boss') {
+    const db = await pgBoss({ ...pgOptions, queueName });
+    queue = db.queue;
+    queries = db.queries;
+    close = db.close;
   }
   if (store === 'postgres' || store === 'transactions') {
     const db = await postgres({ ...pgOptions, transactional: store === 'transactions', count });
@@ -168,6 +175,36 @@ async function archive({ kind, name, redisPort, postgresUrl, pool }) {
     close: async () => {
       await postgresArchive.close();
       await own?.end();
+    },
+  };
+}
+
+/**
+ * Queued mode on pg-boss: a `PgBoss` of its own (a pool of `POOL_MAX` connections, pg-boss's
+ * defaults otherwise: maintenance on, as in a real app) on the bench's Postgres, started before the
+ * first request, and a `PgBossQueue` named `queueName`. The bench package does not depend on
+ * pg-boss: both are loaded from packages/pg-boss (its dist and its own pg-boss), so rebuild it first.
+ */
+async function pgBoss({ postgresUrl, queueName }) {
+  const here = createRequire(new URL('../../../packages/pg-boss/package.json', import.meta.url));
+  const [{ default: PgBoss }, { PgBossQueue }, { default: pg }] = await Promise.all([
+    import(here.resolve('pg-boss')),
+    import(new URL('../../../packages/pg-boss/dist/index.js', import.meta.url).href),
+    import('pg'),
+  ]);
+  const queries = countQueries(pg);
+  const boss = new PgBoss({ connectionString: postgresUrl, max: POOL_MAX });
+  boss.on('error', (error) => process.stderr.write(`  pg-boss: ${error?.message ?? error}\n`));
+  await boss.start();
+  const queue = new PgBossQueue(boss, { name: queueName });
+  // The queue made and its statements ready before the first request.
+  await queue.counts();
+  return {
+    queue,
+    queries,
+    close: async () => {
+      await queue.close();
+      await boss.stop({ graceful: false, wait: true });
     },
   };
 }

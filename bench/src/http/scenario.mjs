@@ -28,6 +28,17 @@ export const HTTP_TARGETS = { minVsBaseline: 1, minVsOctokit: 1, minRedisVsMemor
 export const QUEUED_TARGETS = { maxP99Ms: 5, minVsRedis: 0.8 };
 
 /**
+ * Targets of queued mode on pg-boss (issue 29): req/s at least 0.8× inline processing with
+ * PostgresStore in the same framework (flat out, 32 connections; each part's CPU per delivery shown),
+ * and at the fixed rate the answer's p99 at most 5 ms and its handler started within 100 ms of the
+ * answer (p99) while the worker keeps up.
+ */
+export const PG_BOSS_TARGETS = { minVsPostgres: 0.8, maxFixedP99Ms: 5, maxLagP99Ms: 100 };
+
+/** The stores whose servers are queued, each with a worker process (worker.mjs). */
+const QUEUED_STORES = ['bullmq', 'pg-boss'];
+
+/**
  * The fixed-rate measurement: the queued frameworks' MemoryStore, RedisStore and queued (BullMQ)
  * servers again, after the saturated rounds, with deliveries sent at a fixed pace (load.mjs `paced`:
  * one every 1 ÷ rate s, at most `connections` at once) instead of as fast as they are answered. At
@@ -36,7 +47,7 @@ export const QUEUED_TARGETS = { maxP99Ms: 5, minVsRedis: 0.8 };
  * The rate is the settings' `fixed.rate` (1,000 req/s: the queued Express server, the slowest,
  * answers ~2,000 req/s flat out here, with its worker on the same core).
  */
-const FIXED_STORES = [undefined, 'redis', 'bullmq'];
+const FIXED_STORES = [undefined, 'redis', 'bullmq', 'pg-boss'];
 
 /** The median of the per-round p99 latencies, in ms. */
 const p99Of = (runs) => spread(runs.map((r) => r.p99)).median;
@@ -146,6 +157,17 @@ function configs(redis, postgres) {
           scheme: 'pixhook',
         });
       }
+      if (!QUEUED_FRAMEWORKS.includes(framework)) continue;
+      // Queued on pg-boss, on the same Postgres, with a worker process as for BullMQ.
+      list.push({
+        id: `${framework}/pixhook+pg-boss`,
+        framework,
+        variant: 'pixhook',
+        store: 'pg-boss',
+        postgresUrl: postgres.url,
+        queueName: `pixhook-bench-${framework}-${process.pid}-${Date.now().toString(36)}`,
+        scheme: 'pixhook',
+      });
     }
   }
   return list;
@@ -184,13 +206,16 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
     }
   }
   const list = configs(redis, postgres).filter(wanted);
-  // The servers measured at a fixed rate too: pixhook inline (MemoryStore, RedisStore) and queued,
-  // in the queued frameworks (those of `fixed.frameworks` where it is given), with a redis-server.
+  // The servers measured at a fixed rate too: pixhook inline (MemoryStore, RedisStore) and queued
+  // (BullMQ, pg-boss), in the queued frameworks (those of `fixed.frameworks` where it is given), with
+  // a redis-server. Only the plain MemoryStore server: not those with OpenTelemetry (also
+  // MemoryStore, they were listed as four more "inline, MemoryStore" rows).
   const fixedList = list.filter(
     (c) =>
       fixed &&
       redis.port &&
       c.variant === 'pixhook' &&
+      !c.otel &&
       FIXED_STORES.includes(c.store) &&
       QUEUED_FRAMEWORKS.includes(c.framework) &&
       (!fixed.frameworks || fixed.frameworks.includes(c.framework)),
@@ -206,9 +231,9 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
     for (const config of list) {
       const { id, scheme, ...options } = config;
       servers.set(id, await startChild(serverScript, { core: CORE.server, args: [JSON.stringify(options)] }));
-      if (config.store === 'bullmq') {
-        const { redisPort, queueName } = config;
-        const args = [JSON.stringify({ redisPort, queueName, concurrency: WORKER_CONCURRENCY })];
+      if (QUEUED_STORES.includes(config.store)) {
+        const { store, redisPort, postgresUrl, queueName } = config;
+        const args = [JSON.stringify({ store, redisPort, postgresUrl, queueName, concurrency: WORKER_CONCURRENCY })];
         workers.set(id, await startChild(workerScript, { core: WORKER_CORE, args }));
       }
     }
@@ -265,6 +290,14 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
         result.lag = drained.lag;
         result.drainMs = drained.drainMs;
         result.workerCpuPerJob = (drained.cpu - workerBefore.cpu) / Math.max(1, ran);
+        if (drained.queries !== undefined) {
+          // The worker's statements per job, and the cluster's CPU again, now with the rest of the jobs run.
+          result.workerQueriesPerJob = (drained.queries - workerBefore.queries) / Math.max(1, ran);
+          const postgresDrained = postgres.cpu?.();
+          if (postgresBefore !== undefined && postgresDrained !== undefined) {
+            result.postgresCpuPerJob = (postgresDrained - postgresBefore) / Math.max(1, ran);
+          }
+        }
       }
       if (redisBefore !== undefined) {
         // redis-server's CPU per answered request (for a queued server, its jobs' runs included).
@@ -329,7 +362,8 @@ function summariseFixed(list, runs, { rate, rounds, seconds }, connections) {
     maxLateMs: of(id, (r) => r.maxLateMs),
     cpuPerRequest: of(id, (r) => r.cpuPerRequest),
     requests: runs[id].reduce((sum, r) => sum + r.requests, 0),
-    ...(store === 'bullmq' ? { queued: queuedFigures(runs[id]) } : {}),
+    ...(QUEUED_STORES.includes(store) ? { queued: queuedFigures(runs[id]) } : {}),
+    ...postgresFigures(runs[id]),
   }));
   const byId = new Map(rows.map((r) => [r.id, r]));
   const informational = [];
@@ -343,7 +377,30 @@ function summariseFixed(list, runs, { rate, rounds, seconds }, connections) {
       beside: { label: 'inline with RedisStore', value: byId.get(`${framework}/pixhook+redis`)?.p99 },
     });
   }
-  return { rate, rounds, seconds, connections, rows, informational, runs };
+  // pg-boss's targets at this rate: the answer's p99, and its handler's start after the answer (p99).
+  const thresholds = [];
+  for (const framework of QUEUED_FRAMEWORKS) {
+    const queued = byId.get(`${framework}/pixhook+pg-boss`);
+    if (!queued) continue;
+    const at = `at a fixed ${rate.toLocaleString('en-US')} req/s`;
+    thresholds.push(
+      {
+        label: `${framework}: queued (pg-boss): p99 of the answer ${at}`,
+        value: queued.p99,
+        unit: 'ms',
+        max: PG_BOSS_TARGETS.maxFixedP99Ms,
+        holds: queued.p99.median <= PG_BOSS_TARGETS.maxFixedP99Ms,
+      },
+      {
+        label: `${framework}: queued (pg-boss): answer → handler start, p99, ${at} (jobs waiting at round end: ${queued.queued.backlog.median})`,
+        value: queued.queued.lagP99,
+        unit: 'ms',
+        max: PG_BOSS_TARGETS.maxLagP99Ms,
+        holds: queued.queued.lagP99.median <= PG_BOSS_TARGETS.maxLagP99Ms,
+      },
+    );
+  }
+  return { rate, rounds, seconds, connections, rows, informational, thresholds, runs };
 }
 
 function summarise(list, runs, problems, redis, connections, postgres) {
@@ -361,6 +418,7 @@ function summarise(list, runs, problems, redis, connections, postgres) {
           redis: 'pixhook, RedisStore',
           none: 'pixhook, store: false',
           bullmq: 'pixhook, queued (BullMQ)',
+          'pg-boss': 'pixhook, queued (pg-boss)',
           postgres: 'pixhook, PostgresStore',
           transactions: 'pixhook, transactional (PostgresTransactions)',
         }[store] ?? variant),
@@ -388,7 +446,7 @@ function summarise(list, runs, problems, redis, connections, postgres) {
     ...(runs[id].every((r) => r.redisCpuPerRequest !== undefined)
       ? { redisCpuPerRequest: spread(runs[id].map((r) => r.redisCpuPerRequest)) }
       : {}),
-    ...(store === 'bullmq' ? { queued: queuedFigures(runs[id]) } : {}),
+    ...(QUEUED_STORES.includes(store) ? { queued: queuedFigures(runs[id]) } : {}),
     ...(runs[id].every((r) => r.loadCpuPerRequest !== undefined)
       ? { loadCpuPerRequest: spread(runs[id].map((r) => r.loadCpuPerRequest)) }
       : {}),
@@ -552,6 +610,21 @@ function summarise(list, runs, problems, redis, connections, postgres) {
       p99: { mine: p99Of(runs[id]), theirs: p99Of(runs[`${framework}/pixhook`]) },
     });
   }
+  // Queued on pg-boss against inline PostgresStore, on the same Postgres: req/s, and what a delivery
+  // costs in all (server, worker and Postgres CPU) on each side.
+  for (const framework of QUEUED_FRAMEWORKS) {
+    const id = `${framework}/pixhook+pg-boss`;
+    const inline = `${framework}/pixhook+postgres`;
+    if (!runs[id] || !runs[inline]) continue;
+    const vsPostgres = spread(ratios(rps(id), rps(inline)));
+    comparisons.push({
+      label: `${framework}: queued (pg-boss) ÷ inline with PostgresStore`,
+      ratio: vsPostgres,
+      p99: { mine: p99Of(runs[id]), theirs: p99Of(runs[inline]) },
+      target: PG_BOSS_TARGETS.minVsPostgres,
+      holds: vsPostgres.median >= PG_BOSS_TARGETS.minVsPostgres,
+    });
+  }
   // Postgres: PostgresStore and transactional mode against MemoryStore, in the same rounds (no target:
   // the issue asks for the figures, honestly reported).
   for (const framework of POSTGRES_FRAMEWORKS) {
@@ -603,6 +676,14 @@ function postgresFigures(list) {
   return {
     postgresCpuPerRequest: spread(list.map((r) => r.postgresCpuPerRequest)),
     queriesPerRequest: spread(list.map((r) => r.queriesPerRequest)),
+    // Queued on pg-boss: the cluster's CPU per job until the worker had started them all (the
+    // round's answers and the rest of its jobs' runs), and the worker's statements per job.
+    ...(list.every((r) => r.postgresCpuPerJob !== undefined)
+      ? { postgresCpuPerJob: spread(list.map((r) => r.postgresCpuPerJob)) }
+      : {}),
+    ...(list.every((r) => r.workerQueriesPerJob !== undefined)
+      ? { workerQueriesPerJob: spread(list.map((r) => r.workerQueriesPerJob)) }
+      : {}),
   };
 }
 

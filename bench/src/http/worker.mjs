@@ -1,5 +1,6 @@
-// Child process: the queue worker of a queued (BullMQ) server, configured by argv[2] (JSON
-// `{ redisPort, queueName, concurrency }`). It runs the same handler as the other servers through
+// Child process: the queue worker of a queued server, configured by argv[2] (JSON
+// `{ redisPort, queueName, concurrency }` for BullMQ, `{ store: 'pg-boss', postgresUrl, queueName,
+// concurrency }` for pg-boss). It runs the same handler as the other servers through
 // `queue.startWorker(webhooks, { concurrency })` and records, for every job, the time from its write
 // (`context.job.queuedAt`, set when the server wrote it, just before the 202) to its handler's start.
 // IPC: `{ cmd: 'stats' }` answers the handlers started so far and this process's CPU time;
@@ -11,7 +12,17 @@ import { createWebhooks } from './apps.mjs';
 
 // `archive` and `archiveName`: the inbox scenario's queued server with an archive, whose workers write
 // each job's step to the same archive (as core's docs ask).
-const { redisPort, queueName, concurrency, archive, archiveName } = JSON.parse(process.argv[2]);
+const {
+  store = 'bullmq',
+  redisPort,
+  postgresUrl,
+  queueName,
+  concurrency,
+  archive,
+  archiveName,
+} = JSON.parse(process.argv[2]);
+/** Statements this process sent to Postgres so far (pg-boss's worker only). */
+let queries;
 
 /** Lag of each job in whole milliseconds (queuedAt and Date.now() are both ms): counts per value. */
 let lags = new Map();
@@ -42,13 +53,14 @@ function percentiles() {
 
 function stats() {
   const { user, system } = process.cpuUsage();
-  return { started, cpu: user + system, archiveFailures: failures?.() };
+  return { started, cpu: user + system, archiveFailures: failures?.(), queries: queries?.() };
 }
 
 try {
-  const { webhooks, queue, archiveFailures } = await createWebhooks({
-    store: 'bullmq',
+  const created = await createWebhooks({
+    store,
     redisPort,
+    postgresUrl,
     queueName,
     archive,
     archiveName,
@@ -57,9 +69,11 @@ try {
       record(Date.now() - context.job.queuedAt);
     },
   });
+  const { webhooks, queue, archiveFailures } = created;
   failures = archiveFailures;
+  queries = created.queries;
   const worker = queue.startWorker(webhooks, { concurrency });
-  await worker.bullWorker.waitUntilReady();
+  await worker.bullWorker?.waitUntilReady();
   serve(async ({ cmd, until, timeoutMs }) => {
     if (cmd === 'stats') return stats();
     if (cmd === 'reset') {
@@ -73,7 +87,8 @@ try {
     }
     if (cmd === 'close') {
       await worker.close();
-      await queue.close();
+      // The queue (and the archive, the boss), as the server closes them.
+      await created.close();
       return { closed: true };
     }
     throw new Error(`unknown command ${cmd}`);

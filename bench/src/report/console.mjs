@@ -10,6 +10,7 @@ import {
   memoryTable,
   nestTable,
   orderingTable,
+  pgBossTable,
   postgresTable,
   queuedTable,
   schemaTable,
@@ -28,6 +29,8 @@ export function printResults(results, targetList) {
     if (nest.rows.length > 0) out('HTTP, NestJS next to plain Express and Fastify', nest);
     const queued = queuedTable(results.http);
     if (queued.rows.length > 0) out('HTTP, queued mode (BullMQ) next to inline processing', queued);
+    const pgBoss = pgBossTable(results.http);
+    if (pgBoss.rows.length > 0) out('HTTP, queued mode (pg-boss) next to inline PostgresStore', pgBoss);
     const postgres = postgresTable(results.http);
     if (postgres.rows.length > 0) out('HTTP, Postgres next to MemoryStore and RedisStore', postgres);
     const { fixed } = results.http;

@@ -10,6 +10,7 @@ import {
   memoryTable,
   nestTable,
   orderingTable,
+  pgBossTable,
   postgresTable,
   queuedTable,
   schemaTable,
@@ -694,7 +695,29 @@ function postgresSection(http) {
     md(postgresTable(http)),
     '',
     ...fixedNote(),
+    ...pgBossSection(),
   ];
+
+  /** Queued mode on pg-boss beside inline PostgresStore. */
+  function pgBossSection() {
+    const t = pgBossTable(http);
+    if (t.rows.length === 0) return [];
+    return [
+      '### Queued mode (pg-boss)',
+      '',
+      `In ${frameworks}: \`new Webhooks({ secret, queue: new PgBossQueue(boss, { name }) })\` mounted as above, each server with`,
+      `a \`PgBoss\` of its own (\`max: ${pg.poolMax}\`, pg-boss's defaults otherwise, maintenance included) on the same Postgres, and`,
+      `a worker process as for BullMQ (\`queue.startWorker(webhooks, { concurrency: ${http.redis?.workerConcurrency ?? 16} })\`, its own \`PgBoss\`, pinned to the`,
+      "servers' core), beside the `PostgresStore` server of the same framework, in the same rounds. The 202 comes once",
+      "Postgres has committed the job. **Postgres CPU per delivery** is the cluster's from the round's start until the",
+      'worker had started every job of the round (so it includes running them); **CPU per delivery in all** adds the',
+      "server's, the worker's and Postgres'; **statements** count `Client#query` calls of each process (pg-boss's own",
+      'maintenance included), per answered delivery and per job run.',
+      '',
+      md(t),
+      '',
+    ];
+  }
 
   /** Why the Postgres servers are not in the fixed-rate table: how close its pace is to their capacity. */
   function fixedNote() {

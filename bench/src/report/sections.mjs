@@ -246,6 +246,65 @@ export function queuedTable(http) {
   };
 }
 
+/**
+ * Queued mode on pg-boss next to inline PostgresStore, on the same Postgres, in the same rounds:
+ * req/s, each part's CPU per delivery (server, worker, Postgres; Postgres' until the worker had
+ * started every job of the round) and their sum, the statements per delivery of the server and of the
+ * worker, and the time from the answer to the handler's start.
+ */
+export function pgBossTable(http) {
+  const byId = new Map(http.rows.map((r) => [r.id, r]));
+  const rows = [];
+  const us = (value) => (value === undefined ? '—' : `${value.toFixed(1)} µs`);
+  for (const framework of http.postgres?.frameworks ?? []) {
+    for (const [id, processing] of [
+      [`${framework}/pixhook+postgres`, 'inline, PostgresStore'],
+      [`${framework}/pixhook+pg-boss`, 'queued, pg-boss'],
+    ]) {
+      const r = byId.get(id);
+      if (!r) continue;
+      const q = r.queued;
+      const database = (r.postgresCpuPerJob ?? r.postgresCpuPerRequest)?.median;
+      const worker = q?.workerCpuPerJob.median ?? 0;
+      rows.push([
+        framework,
+        processing,
+        intSpread(r.rps),
+        latency(r.p50.median),
+        latency(r.p99.median),
+        us(r.cpuPerRequest.median),
+        q ? us(worker) : '(in the server)',
+        us(database),
+        us(r.cpuPerRequest.median + worker + (database ?? 0)),
+        r.queriesPerRequest ? r.queriesPerRequest.median.toFixed(2) : '—',
+        r.workerQueriesPerJob ? r.workerQueriesPerJob.median.toFixed(2) : '—',
+        q ? msSpread(q.lagP50) : 'before the answer',
+        q ? msSpread(q.lagP99) : '—',
+        q ? intSpread(q.backlog) : '—',
+      ]);
+    }
+  }
+  return {
+    head: [
+      'framework',
+      'processing',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'server CPU per delivery',
+      'worker CPU per job',
+      'Postgres CPU per delivery',
+      'CPU per delivery in all',
+      'statements per delivery, server',
+      'worker',
+      'answer → handler start, p50 ms',
+      'p99 ms',
+      'jobs waiting at round end',
+    ],
+    rows,
+  };
+}
+
 /** A share of one core, in %: CPU µs per request × requests per second. */
 function coreShare(cpuPerRequest, rps) {
   return `${Math.round((cpuPerRequest * rps) / 1e4)}%`;
@@ -317,7 +376,12 @@ function fineMsSpread(s) {
   return `${fineMs(s.median)} (${fineMs(s.min)}–${fineMs(s.max)})`;
 }
 
-const PROCESSING = { memory: 'inline, MemoryStore', redis: 'inline, RedisStore', bullmq: 'queued, BullMQ' };
+const PROCESSING = {
+  memory: 'inline, MemoryStore',
+  redis: 'inline, RedisStore',
+  bullmq: 'queued, BullMQ',
+  'pg-boss': 'queued, pg-boss',
+};
 
 /**
  * The fixed-rate runs: the MemoryStore, RedisStore and queued servers of each queued framework at
@@ -335,6 +399,7 @@ export function fixedTable(fixed) {
       'most in flight',
       'server CPU per request',
       'worker CPU per job',
+      'Postgres CPU per delivery',
       'answer → handler start, p50 ms',
       'p99 ms',
     ],
@@ -347,6 +412,9 @@ export function fixedTable(fixed) {
       intSpread(r.maxInFlight),
       `${r.cpuPerRequest.median.toFixed(1)} µs`,
       r.queued ? `${r.queued.workerCpuPerJob.median.toFixed(1)} µs` : '(in the server)',
+      r.postgresCpuPerJob || r.postgresCpuPerRequest
+        ? `${(r.postgresCpuPerJob ?? r.postgresCpuPerRequest).median.toFixed(1)} µs`
+        : '—',
       r.queued ? msSpread(r.queued.lagP50) : 'before the answer',
       r.queued ? msSpread(r.queued.lagP99) : '—',
     ]),

@@ -40,10 +40,10 @@ export function targets(results) {
         list.push({ target: `${c.label} ≥ ${c.target}×`, holds: c.holds, worst: ratio(c.ratio, 3) });
       }
     }
-    for (const t of results.http.thresholds ?? []) {
+    for (const t of [...(results.http.thresholds ?? []), ...(results.http.fixed?.thresholds ?? [])]) {
       // Ratios (unit ×) to three decimals; milliseconds as measured.
       const [median, min, max] = [t.value.median, t.value.min, t.value.max].map((x) =>
-        t.unit === '×' ? x.toFixed(3) : x,
+        t.unit === '×' ? x.toFixed(3) : Number.isInteger(x) ? x : fineMs(x),
       );
       list.push({
         target: `${t.label} ≤ ${t.max} ${t.unit}`,
