@@ -64,6 +64,23 @@ export interface PgBossQueueOptions {
    * @default 2_000
    */
   enqueueTimeoutMs?: number;
+  /**
+   * Most deliveries' jobs written in one statement. Deliveries that arrive together (in the same
+   * turn of the event loop, or while `maxBatchesInFlight` batches are out) are written by one
+   * `INSERT` (one round trip, one commit), and each answers 202 once that commit is done; a batch
+   * that fails answers each of its deliveries 503, as one alone would (a delivery whose data
+   * Postgres refuses fails alone: its batch is then written one delivery at a time). `1` writes
+   * each delivery's job on its own.
+   * @default 100
+   */
+  maxBatchSize?: number;
+  /**
+   * Most batches of jobs being written at once by this queue (each holds one connection of the
+   * boss's pool while it is written); deliveries that arrive meanwhile wait and go out together as
+   * the next batch.
+   * @default 4
+   */
+  maxBatchesInFlight?: number;
 }
 
 /** Options of `queue.startWorker(webhooks, …)`. */
@@ -82,6 +99,17 @@ export interface PgBossWorkerOptions {
    */
   pollingIntervalMs?: number;
   /**
+   * Whether the worker listens for new jobs (Postgres `LISTEN`, on one connection of its own per
+   * worker, opened with the boss's connection settings): every batch of jobs queued, in any
+   * process, notifies the queue's channel when it commits, and an idle worker fetches at once
+   * instead of at its next poll. Polling goes on as the fallback (a lost notification, the
+   * connection down: it reconnects, and the worker polls meanwhile). `false` where `LISTEN` does
+   * not work (PgBouncer in transaction mode) or with a boss given your own `db` (pixhook then
+   * cannot open a connection: it polls only).
+   * @default true
+   */
+  listen?: boolean;
+  /**
    * Longest wait for running handlers in `worker.close()`, in ms. Past it the worker lets go of
    * their jobs: it fails them (pg-boss runs them again after their backoff, on another worker; this
    * uses an attempt) and ignores how their handlers end.
@@ -97,11 +125,14 @@ export interface ResolvedPgBossQueueOptions {
   backoff: { type: 'exponential' | 'fixed'; delaySeconds: number };
   expireInSeconds: number;
   enqueueTimeoutMs: number;
+  maxBatchSize: number;
+  maxBatchesInFlight: number;
 }
 
 export interface ResolvedPgBossWorkerOptions {
   concurrency: number;
   pollingIntervalMs: number;
+  listen: boolean;
   shutdownTimeoutMs: number;
 }
 
@@ -112,11 +143,14 @@ const QUEUE_OPTIONS = [
   'backoff',
   'expireInMs',
   'enqueueTimeoutMs',
+  'maxBatchSize',
+  'maxBatchesInFlight',
 ] as const satisfies readonly (keyof PgBossQueueOptions)[];
 
 const WORKER_OPTIONS = [
   'concurrency',
   'pollingIntervalMs',
+  'listen',
   'shutdownTimeoutMs',
 ] as const satisfies readonly (keyof PgBossWorkerOptions)[];
 
@@ -140,6 +174,14 @@ function whole(owner: string, name: string, value: unknown, fallback: number, mi
   if (value < min || (max !== undefined && value > max)) {
     const range = max === undefined ? `at least ${min}` : `from ${min} to ${max}`;
     throw new RangeError(`pixhook: ${owner}: ${name} must be ${range}; got ${value}.`);
+  }
+  return value;
+}
+
+function flag(owner: string, name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new TypeError(`pixhook: ${owner}: ${name} must be true or false; got ${describeType(value)}.`);
   }
   return value;
 }
@@ -217,6 +259,8 @@ export function resolveQueueOptions(options: PgBossQueueOptions | undefined): Re
     backoff: backoffOf(given.backoff),
     expireInSeconds: seconds(QUEUE_OWNER, 'expireInMs', expireInMs),
     enqueueTimeoutMs: whole(QUEUE_OWNER, 'enqueueTimeoutMs', given.enqueueTimeoutMs, 2_000, 1, MAX_ENQUEUE_TIMEOUT_MS),
+    maxBatchSize: whole(QUEUE_OWNER, 'maxBatchSize', given.maxBatchSize, 100, 1, 10_000),
+    maxBatchesInFlight: whole(QUEUE_OWNER, 'maxBatchesInFlight', given.maxBatchesInFlight, 4, 1, 100),
   };
 }
 
@@ -230,6 +274,7 @@ export function resolveWorkerOptions(options: PgBossWorkerOptions | undefined): 
   return {
     concurrency: whole(WORKER_OWNER, 'concurrency', given.concurrency, 1, 1, 1_000),
     pollingIntervalMs: whole(WORKER_OWNER, 'pollingIntervalMs', given.pollingIntervalMs, 2_000, 100, 3_600_000),
+    listen: flag(WORKER_OWNER, 'listen', given.listen, true),
     shutdownTimeoutMs: whole(WORKER_OWNER, 'shutdownTimeoutMs', given.shutdownTimeoutMs, 30_000, 0),
   };
 }

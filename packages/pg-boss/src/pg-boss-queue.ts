@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   type DeadLetter,
   type DeadLetterListOptions,
@@ -8,6 +9,7 @@ import {
   type QueuedDelivery,
   type WebhookQueue,
 } from '@pixhook/core';
+import { Batcher } from './batcher.js';
 import { deliveryJobId, isUuid, pgBossJobIdFor } from './job-id.js';
 import {
   type PgBossQueueOptions,
@@ -95,6 +97,14 @@ function printable(text: string): string {
   return withoutPasswords(text).replace(UNPRINTABLE, '?').slice(0, 500);
 }
 
+/**
+ * The Postgres channel of a queue: notified when its jobs are queued (a name of at most 63 bytes,
+ * whatever the queue's and schema's lengths).
+ */
+function channelOf(schema: string, name: string): string {
+  return `pixhook_${createHash('sha256').update(`${schema}.${name}`).digest('hex').slice(0, 32)}`;
+}
+
 /** Queue creations under way, per boss and queue: see `#createQueue`. */
 const creating = new WeakMap<object, Map<string, Promise<{ policy?: string | undefined } | null>>>();
 
@@ -175,6 +185,10 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
   readonly #statements: PgBossStatements;
   readonly #sendOptions: Omit<PgBossSendOptions, 'id'>;
   readonly #workers = new Set<StartedWorker>();
+  /** Deliveries' jobs, written a batch at a time (see `maxBatchSize`). */
+  readonly #batches: Batcher<{ id: string; data: QueuedDelivery }>;
+  /** The Postgres channel notified when jobs are queued, which workers listen on. */
+  readonly #channel: string;
   #ready: Promise<void> | undefined;
   #fallbackListener: ((error: Error) => void) | undefined;
 
@@ -200,6 +214,12 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
       retryBackoff: backoff.type === 'exponential',
       expireInSeconds,
     };
+    this.#channel = channelOf(this.#options.schema, this.#options.name);
+    this.#batches = new Batcher(
+      (jobs) => this.#insert(jobs),
+      this.#options.maxBatchSize,
+      this.#options.maxBatchesInFlight,
+    );
     this.#guardBoss();
   }
 
@@ -246,45 +266,62 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
    */
   async enqueue(delivery: QueuedDelivery): Promise<void> {
     await this.#whenReady();
-    const { name } = this.#options;
-    const id = deliveryJobId(deliveryKey(delivery), delivery.replay);
-    // Looked up before sending: pg-boss's unique id covers its job table only, and a duplicate of an
-    // archived job, once inserted, could be fetched by a polling worker before it was dropped again.
-    // Left: a job archived in the moment between this lookup and the insert (12 h after it completed,
-    // by default) is run once more; handlers must be safe to run twice anyway.
-    const before = await this.#lookup(id);
-    if (before?.archived) return;
-    let created: string | null;
-    try {
-      created = await this.#boss.send(name, delivery, { id, ...this.#sendOptions });
-    } catch (error) {
-      // A boss stopped after the queue was ready fails inside pg-boss with a TypeError: say why.
-      if ((await this.#boss.getDb().executeSql('SELECT 1', [])) === undefined) throw this.#notStarted(error);
-      throw error;
-    }
-    if (created === null) {
-      if ((before?.live ?? null) !== null) return;
-      // Not there a moment ago: another delivery of the event inserted it since, or (pg-boss also
-      // answers null then, its insert joins the queue table) the queue does not exist.
-      const after = await this.#lookup(id);
-      if ((after?.live ?? null) === null && !after?.archived) {
-        this.#ready = undefined;
-        throw new Error(
-          `pixhook: PgBossQueue: pg-boss stored no job for this event and holds none: was the queue "${name}" deleted? It is created again on the next delivery.`,
-        );
-      }
-      return;
-    }
-    for (const worker of this.#workers) worker.wake();
+    // Written with the other deliveries of the moment, in one statement (see `#insert`).
+    await this.#batches.add({ id: deliveryJobId(deliveryKey(delivery), delivery.replay), data: delivery });
   }
 
-  /** The job's state in pg-boss's job table (null: none there), and whether its archive holds it. */
-  async #lookup(id: string): Promise<{ live: string | null; archived: boolean } | undefined> {
-    const [found] = (await this.#sql(this.#statements.lookup, [this.#options.name, id])) as {
-      live: string | null;
-      archived: boolean;
-    }[];
-    return found;
+  /**
+   * Writes a batch of jobs in one statement, and answers each one's outcome. A job of an id already
+   * in the job table or in pg-boss's archive is not added (the statement looks in the archive
+   * first: pg-boss's unique id covers its job table only, and a duplicate of an archived job, once
+   * inserted, could be fetched by a polling worker before it was dropped again). Left: a job
+   * archived in the moment between that look and the insert (12 h after it completed, by default)
+   * is run once more; handlers must be safe to run twice anyway.
+   */
+  async #insert(jobs: { id: string; data: QueuedDelivery }[]): Promise<(Error | undefined)[]> {
+    const { name } = this.#options;
+    const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = this.#sendOptions;
+    let row: { queue: boolean; inserted: number } | undefined;
+    try {
+      [row] = (await this.#sql(this.#statements.enqueue, [
+        name,
+        JSON.stringify(jobs),
+        retryLimit,
+        retryDelay,
+        retryBackoff,
+        expireInSeconds,
+        this.#keepUntil(),
+        this.#channel,
+      ])) as { queue: boolean; inserted: number }[];
+    } catch (error) {
+      // Data Postgres refuses (class 22: a \u0000 in a string, which jsonb cannot hold) fails the
+      // delivery that holds it, not the others: the batch is written again one job at a time.
+      const code = String((error as { code?: unknown } | null)?.code ?? '');
+      if (jobs.length > 1 && code.startsWith('22')) {
+        const alone = await Promise.all(jobs.map((job) => this.#insert([job]).catch((cause: Error) => [cause])));
+        return alone.map(([outcome]) => outcome);
+      }
+      throw error;
+    }
+    if (!row?.queue) {
+      this.#ready = undefined;
+      const error = new Error(
+        `pixhook: PgBossQueue: pg-boss stored no job for this event and holds none: was the queue "${name}" deleted? It is created again on the next delivery.`,
+      );
+      return jobs.map(() => error);
+    }
+    if (row.inserted > 0) for (const worker of this.#workers) worker.wake();
+    return jobs.map(() => undefined);
+  }
+
+  /**
+   * The boss's retention (\`retentionDays\` … of \`new PgBoss({…})\`), which pg-boss's `send()` gives
+   * a job whose queue has none: read from the boss's own database object, which holds its
+   * configuration (null with a \`db\` of yours: 14 days, unless the queue has a retention).
+   */
+  #keepUntil(): string | null {
+    const keepUntil = (this.#boss.getDb() as { config?: { keepUntil?: unknown } }).config?.keepUntil;
+    return typeof keepUntil === 'string' ? keepUntil : null;
   }
 
   /**
@@ -312,6 +349,7 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
         options: this.#options,
         statements: this.#statements,
         jobs: this,
+        channel: this.#channel,
         ready: () => this.#whenReady(),
         sql: (text, values) => this.#sql(text, values),
       },

@@ -6,6 +6,7 @@ import {
   type WebhookQueue,
   WebhookVerificationError,
 } from '@pixhook/core';
+import { Batcher } from './batcher.js';
 import type { ResolvedPgBossQueueOptions, ResolvedPgBossWorkerOptions } from './options.js';
 import type { PgBossStatements } from './sql.js';
 import type { PgBossFetchedJob, PgBossLike, PgBossWorker, ProcessingWebhooks } from './types.js';
@@ -17,6 +18,8 @@ export interface WorkerHost {
   readonly statements: PgBossStatements;
   /** The queue itself: where an event's job writes the jobs of its named handlers. */
   readonly jobs: Pick<WebhookQueue, 'enqueue'>;
+  /** The Postgres channel notified when the queue's jobs are queued. */
+  readonly channel: string;
   /** Resolves once the queue exists and pg-boss's schema was found; rejects with why not. */
   ready(): Promise<void>;
   /** Runs a statement on the boss's database; rejects when the boss is not started. */
@@ -89,6 +92,102 @@ async function within(pending: Promise<unknown>, deadline: number): Promise<bool
   ]);
   clearTimeout(timer);
   return settled;
+}
+
+/** Wait before opening the listening connection again after it failed or dropped. */
+const LISTEN_RETRY_MS = 1_000;
+
+/** What the listener uses of a node-postgres client. */
+interface ListeningClient {
+  connect(): Promise<unknown>;
+  query(text: string): Promise<unknown>;
+  end(): Promise<unknown>;
+  on(event: 'notification', listener: (message: { channel: string }) => void): unknown;
+  on(event: 'error' | 'end', listener: (error?: Error) => void): unknown;
+}
+
+/**
+ * Listens on `channel` (Postgres `LISTEN`) on a connection of its own, opened as the boss's pool
+ * opens its connections (its client class and settings: pg-boss's own database object has a
+ * node-postgres pool once started); calls `onNotify` on each notification and after each (re)connect
+ * (jobs queued while it was away). A connection that fails or drops is opened again after a second,
+ * for as long as the listener runs; its errors go to `onError`, never unhandled. No pool (a boss
+ * given your own `db`, or not started yet, until it is): nothing is opened, and the worker polls.
+ */
+function listen(
+  db: unknown,
+  channel: string,
+  onNotify: () => void,
+  onError: (error: unknown) => void,
+): { close(): Promise<void> } {
+  let closed = false;
+  let current: ListeningClient | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const retry = () => {
+    if (closed || timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      void open();
+    }, LISTEN_RETRY_MS);
+    timer.unref?.();
+  };
+  const open = async () => {
+    const pool = (db as { pool?: { Client?: unknown; options?: object; ending?: boolean } } | null)?.pool;
+    if (closed) return;
+    if (typeof pool?.Client !== 'function' || typeof pool.options !== 'object' || pool.ending) {
+      retry();
+      return;
+    }
+    const Client = pool.Client as new (config: object) => ListeningClient;
+    let client: ListeningClient;
+    try {
+      client = new Client({ ...pool.options, application_name: 'pixhook-listen' });
+    } catch (error) {
+      onError(error);
+      retry();
+      return;
+    }
+    let dropped = false;
+    const drop = (error?: unknown) => {
+      if (dropped) return;
+      dropped = true;
+      if (error !== undefined) onError(error);
+      if (current === client) current = undefined;
+      client.end().catch(() => {});
+      retry();
+    };
+    // Kept for the client's whole life: an `error` event with no listener would end the process.
+    client.on('error', (error) => drop(error));
+    client.on('end', () => drop());
+    client.on('notification', (message) => {
+      if (message.channel === channel) onNotify();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${channel}"`);
+    } catch (error) {
+      drop(error);
+      return;
+    }
+    if (closed) {
+      dropped = true;
+      await client.end().catch(() => {});
+      return;
+    }
+    current = client;
+    onNotify();
+  };
+  void open();
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      timer = undefined;
+      const client = current;
+      current = undefined;
+      await client?.end().catch(() => {});
+    },
+  };
 }
 
 /** A job this worker is running. */
@@ -175,6 +274,24 @@ export function startPgBossWorker(
       .catch((error: unknown) => reportEngine(error, `could not let go of job ${jobId}`));
   boss.on('error', onBossError);
   boss.on('stopped', onBossStopped);
+  // Woken when jobs are queued anywhere (see the `listen` option); polling stays the fallback.
+  const listener = options.listen
+    ? listen(boss.getDb(), host.channel, wake, (error) =>
+        reportEngine(error, 'lost its listening connection (it polls meanwhile, and reconnects)'),
+      )
+    : undefined;
+  // The outcomes of jobs that succeeded, completed a batch at a time: one statement for those that
+  // end together. Each answers whether it was still active (else maintenance had failed it).
+  const completions = new Batcher<string, boolean>(
+    async (ids) => {
+      const done = new Set(
+        ((await host.sql(statements.complete, [name, ids])) as { id: string }[]).map((row) => String(row.id)),
+      );
+      return ids.map((id) => done.has(id));
+    },
+    Math.max(1, options.concurrency),
+    2,
+  );
 
   /** Writes a run's outcome; retried a few times while Postgres is away, then left to expire. */
   const settle = async (entry: Running, act: () => Promise<unknown>, completing: boolean) => {
@@ -182,7 +299,7 @@ export function startPgBossWorker(
       if (entry.abandoned || bossStopped) return;
       try {
         const result = await act();
-        if (completing && (result as { affected?: unknown } | null)?.affected === 0 && !bossStopped) {
+        if (completing && result === false && !bossStopped) {
           report(
             new WebhookVerificationError(
               'JOB_STALLED',
@@ -267,7 +384,7 @@ export function startPgBossWorker(
       // the same way every time) ends the job at once, as a dead letter, whatever retries remain.
       final = isFinalFailure(cause);
     }
-    if (failure === undefined) await settle(entry, () => boss.complete(name, job.id), true);
+    if (failure === undefined) await settle(entry, () => completions.add(job.id), true);
     else if (final) await failNow(entry, outputOf(failure), context);
     else {
       const output = outputOf(failure);
@@ -340,6 +457,7 @@ export function startPgBossWorker(
       }
       boss.off('error', onBossError);
       boss.off('stopped', onBossStopped);
+      await listener?.close();
       onClosed();
       return finished;
     })();
