@@ -1,6 +1,6 @@
 /**
- * Deadlines for the request pipeline (the body deadline, the handler deadline) that cost a `Set`
- * insertion each instead of a Node timer. A Node `setTimeout`/`clearTimeout` pair costs about a
+ * Deadlines for the request pipeline (the body deadline, the handler deadline) that cost a link in
+ * a list each instead of a Node timer. A Node `setTimeout`/`clearTimeout` pair costs about a
  * microsecond per request under load (a `Timeout` object, an async id, a list insertion, a ref
  * count kept in C++); nearly every deadline is cancelled long before it is due. Deadlines of one
  * duration fall due in the order they were set, so one timer per duration, armed for the oldest,
@@ -17,11 +17,23 @@ export interface Deadline {
   readonly list: DeadlineList;
 }
 
+/** A deadline as its list keeps it: a link of a doubly linked list, oldest first. */
+interface Link extends Deadline {
+  prev: Link | undefined;
+  next: Link | undefined;
+  /** False once it has fired or was cancelled: cancelling it again does nothing. */
+  pending: boolean;
+}
+
 const now = () => performance.now();
 
+// The pending deadlines of one duration are a doubly linked list through the deadlines themselves,
+// not a `Set`: adding and cancelling unlink an object in place (a `Set` of objects costs an identity
+// hash per deadline and a rehash of its table as entries come and go, ~0.5 µs per request measured).
 export class DeadlineList {
   readonly #ms: number;
-  readonly #pending = new Set<Deadline>();
+  #head: Link | undefined;
+  #tail: Link | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(ms: number) {
@@ -29,15 +41,29 @@ export class DeadlineList {
   }
 
   add(fire: () => void): Deadline {
-    const deadline: Deadline = { at: now() + this.#ms, fire, list: this };
-    this.#pending.add(deadline);
+    const link: Link = { at: now() + this.#ms, fire, list: this, prev: this.#tail, next: undefined, pending: true };
+    if (this.#tail === undefined) this.#head = link;
+    else this.#tail.next = link;
+    this.#tail = link;
     if (this.#timer === undefined) this.#arm(this.#ms);
-    return deadline;
+    return link;
   }
 
   cancel(deadline: Deadline): void {
     // The timer stays armed: when it fires with nothing due it re-arms for the oldest, or stops.
-    this.#pending.delete(deadline);
+    this.#unlink(deadline as Link);
+  }
+
+  #unlink(link: Link): void {
+    if (!link.pending) return;
+    link.pending = false;
+    const { prev, next } = link;
+    if (prev === undefined) this.#head = next;
+    else prev.next = next;
+    if (next === undefined) this.#tail = prev;
+    else next.prev = prev;
+    link.prev = undefined;
+    link.next = undefined;
   }
 
   #arm(ms: number): void {
@@ -48,12 +74,12 @@ export class DeadlineList {
   readonly #expire = (): void => {
     this.#timer = undefined;
     const time = now();
-    for (const deadline of this.#pending) {
+    for (let deadline = this.#head; deadline !== undefined; deadline = this.#head) {
       if (deadline.at > time) {
         this.#arm(Math.max(1, Math.ceil(deadline.at - time)));
         return;
       }
-      this.#pending.delete(deadline);
+      this.#unlink(deadline);
       try {
         deadline.fire();
       } catch (error) {
