@@ -20,6 +20,8 @@ export class CompletedEvents {
   // `#tail` never rests on a hole.
   #ids: (string | undefined)[];
   #expires: Float64Array;
+  /** Each position's hash (`hashOf` of its id): dropping the oldest need not read its string again. */
+  #hashes: Int32Array;
   #tail = 0;
   #span = 0;
   #live = 0;
@@ -32,6 +34,7 @@ export class CompletedEvents {
     const capacity = Math.min(max, 1024);
     this.#ids = new Array(capacity);
     this.#expires = new Float64Array(capacity);
+    this.#hashes = new Int32Array(capacity);
     const size = tableSize(capacity);
     this.#slots = new Int32Array(size * 2);
     this.#mask = size - 1;
@@ -44,10 +47,9 @@ export class CompletedEvents {
 
   /**
    * When `id` expires, if it is held and expires after `now`; otherwise undefined. An expired
-   * completion of `id` met on the way is removed.
+   * completion of `id` met on the way is removed. `hash` is `hashOf(id)`, when the caller has it.
    */
-  expiresAfter(id: string, now: number): number | undefined {
-    const hash = hashOf(id);
+  expiresAfter(id: string, now: number, hash = hashOf(id)): number | undefined {
     const slots = this.#slots;
     const mask = this.#mask;
     let i = hash & mask;
@@ -71,15 +73,19 @@ export class CompletedEvents {
     }
   }
 
-  /** Adds `id`, completed now, expiring at `expiresAt`. The caller keeps `size` below `max`. */
-  add(id: string, expiresAt: number): void {
+  /**
+   * Adds `id`, completed now, expiring at `expiresAt`; `hash` is `hashOf(id)`, when the caller has
+   * it. The caller keeps `size` below `max`.
+   */
+  add(id: string, expiresAt: number, hash = hashOf(id)): void {
     if (this.#span === this.#ids.length) this.#grow();
     const at = (this.#tail + this.#span) % this.#ids.length;
     this.#ids[at] = id;
     this.#expires[at] = expiresAt;
+    this.#hashes[at] = hash;
     this.#span++;
     this.#live++;
-    this.#index(hashOf(id), at);
+    this.#index(hash, at);
   }
 
   /** The oldest id's expiry time, or undefined when none is held. */
@@ -91,7 +97,7 @@ export class CompletedEvents {
   dropOldest(): void {
     if (this.#live === 0) return;
     const at = this.#tail;
-    const hash = hashOf(this.#ids[at] as string);
+    const hash = this.#hashes[at] as number;
     const slots = this.#slots;
     const mask = this.#mask;
     let i = hash & mask;
@@ -145,6 +151,7 @@ export class CompletedEvents {
     const capacity = Math.min(this.#max, this.#ids.length * 2);
     const ids: (string | undefined)[] = new Array(capacity);
     const expires = new Float64Array(capacity);
+    const hashes = new Int32Array(capacity);
     const size = tableSize(capacity);
     this.#slots = new Int32Array(size * 2);
     this.#mask = size - 1;
@@ -153,13 +160,16 @@ export class CompletedEvents {
       const from = (this.#tail + k) % this.#ids.length;
       const id = this.#ids[from];
       if (id === undefined) continue;
+      const hash = this.#hashes[from] as number;
       ids[next] = id;
       expires[next] = this.#expires[from] as number;
-      this.#index(hashOf(id), next);
+      hashes[next] = hash;
+      this.#index(hash, next);
       next++;
     }
     this.#ids = ids;
     this.#expires = expires;
+    this.#hashes = hashes;
     this.#tail = 0;
     this.#span = next;
   }
@@ -173,7 +183,7 @@ function tableSize(capacity: number): number {
 }
 
 /** FNV-1a over the UTF-16 code units, never 0 (0 marks an empty slot). Not a secret: ids are signed data. */
-function hashOf(id: string): number {
+export function hashOf(id: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193);
   return hash === 0 ? 1 : hash;

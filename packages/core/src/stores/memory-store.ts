@@ -7,7 +7,7 @@ import {
   type OrderingResult,
 } from '../seams/store.js';
 import { assertKnownOptions, describeType } from '../util/option-checks.js';
-import { CompletedEvents } from './completed-events.js';
+import { CompletedEvents, hashOf } from './completed-events.js';
 
 /** Options of `MemoryStore`. */
 export interface MemoryStoreOptions {
@@ -55,6 +55,8 @@ interface InFlight {
   expiresAt: number;
   /** The claim's token (core's own calls pass a number: the store lives in this process only). */
   token: string | number | undefined;
+  /** `hashOf` the event id, computed by the claim and reused by its completion. */
+  hash: number;
 }
 
 /** How often, at most, the store says it forgot events early. */
@@ -144,8 +146,9 @@ export class MemoryStore implements IdempotencyStore {
 
   [claimNow](eventId: string, token?: string | number): ClaimResult {
     const now = this.#time();
+    const hash = hashOf(eventId);
     // An expired completion stays in the ring until it is the oldest; it no longer counts.
-    if (this.#completed.expiresAfter(eventId, now) !== undefined) return 'completed';
+    if (this.#completed.expiresAfter(eventId, now, hash) !== undefined) return 'completed';
     const held = this.#inFlight.get(eventId);
     if (held !== undefined) {
       if (held.expiresAt > now) return 'in-flight';
@@ -158,7 +161,7 @@ export class MemoryStore implements IdempotencyStore {
         `pixhook: MemoryStore is full: ${this.#maxEntries} events are being processed at once (maxEntries); raise maxEntries.`,
       );
     }
-    this.#inFlight.set(eventId, { expiresAt: now + this.inFlightTtlMs, token });
+    this.#inFlight.set(eventId, { expiresAt: now + this.inFlightTtlMs, token, hash });
     return 'claimed';
   }
 
@@ -170,14 +173,17 @@ export class MemoryStore implements IdempotencyStore {
         `pixhook: MemoryStore: event ${eventId} was not marked completed: its claim expired while the handlers ran (inFlightTtlMs is ${this.inFlightTtlMs} ms) and another delivery holds it now.`,
       );
     }
+    let hash: number;
     if (held !== undefined) {
       this.#inFlight.delete(eventId);
-    } else if (this.#completed.expiresAfter(eventId, now) !== undefined) {
-      return;
+      hash = held.hash;
+    } else {
+      hash = hashOf(eventId);
+      if (this.#completed.expiresAfter(eventId, now, hash) !== undefined) return;
     }
     // Full: the oldest completed event makes room (one, so the last maxEntries stay remembered).
     if (this.#completed.size >= this.#maxEntries) this.#forgetOldest(now);
-    this.#completed.add(eventId, now + this.#completedTtlMs);
+    this.#completed.add(eventId, now + this.#completedTtlMs, hash);
   }
 
   [releaseNow](eventId: string, token?: string | number): void {
