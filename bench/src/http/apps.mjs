@@ -43,6 +43,7 @@ export async function createWebhooks({
   let queue;
   let transactions;
   let queries;
+  let redisCommands;
   let pool;
   let close = async () => {};
   let handled = 0;
@@ -54,10 +55,12 @@ export async function createWebhooks({
     const client = new Redis({ host: '127.0.0.1', port: redisPort, lazyConnect: true });
     await client.connect();
     idempotency = new RedisStore(client, { prefix: `bench:${process.pid}:` });
+    redisCommands = countRedisCommands(Redis);
     close = () => client.quit();
   }
   if (store === 'bullmq') {
-    const { BullMQQueue } = await import('@pixhook/bullmq');
+    const [{ BullMQQueue }, { Redis }] = await Promise.all([import('@pixhook/bullmq'), import('ioredis')]);
+    redisCommands = countRedisCommands(Redis);
     queue = new BullMQQueue({ connection: { host: '127.0.0.1', port: redisPort }, name: queueName });
     // Connect before the first request, as a server that has been up a while would be.
     await queue.bullQueue.waitUntilReady();
@@ -109,6 +112,7 @@ export async function createWebhooks({
     close: closeAll,
     handled: () => handled,
     queries: queries ?? archived?.queries,
+    redisCommands,
     archiveFailures: () => archiveFailures,
   };
 }
@@ -128,6 +132,24 @@ function countQueries(pg) {
     };
   }
   return () => queryCount;
+}
+
+/**
+ * Counts every command this process sends to Redis through ioredis (BullMQ's and `RedisStore`'s, the
+ * same ioredis here): each is a round trip of its own unless the client pipelines it, which neither
+ * does for these. Wraps `Redis.prototype.sendCommand` once per process.
+ */
+let redisCommandCount;
+function countRedisCommands(Redis) {
+  if (redisCommandCount === undefined) {
+    redisCommandCount = 0;
+    const send = Redis.prototype.sendCommand;
+    Redis.prototype.sendCommand = function countedCommand(...args) {
+      redisCommandCount++;
+      return send.apply(this, args);
+    };
+  }
+  return () => redisCommandCount;
 }
 
 /** A pool of `POOL_MAX` connections to `postgresUrl`, all opened before the first request and never closed while idle. */
@@ -298,6 +320,7 @@ async function startApp({ framework, variant, ...storeOptions }) {
       close: closeAll,
       handled,
       queries: pixhook?.queries,
+      redisCommands: pixhook?.redisCommands,
       archiveFailures: pixhook?.archiveFailures,
     };
   }
@@ -315,6 +338,7 @@ async function startApp({ framework, variant, ...storeOptions }) {
     close,
     handled,
     queries: pixhook?.queries,
+    redisCommands: pixhook?.redisCommands,
     archiveFailures: pixhook?.archiveFailures,
   };
 }

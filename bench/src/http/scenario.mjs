@@ -245,6 +245,7 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
       const label = rate ? `${config.id} at ${rate} req/s` : config.id;
       const workerBefore = await worker?.call({ cmd: 'reset' });
       const redisBefore = config.redisPort ? redis.cpu() : undefined;
+      const redisCommandsBefore = config.redisPort ? await redis.commands() : undefined;
       const postgresBefore = config.postgresUrl ? postgres.cpu() : undefined;
       const loadBefore = processCpu(load.pid, ticks);
       const before = await server.call({ cmd: 'cpu' });
@@ -280,12 +281,14 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
       }
       problems.push(...problemsOf(label, result));
       let ran = after.handled - before.handled;
+      let workerDone;
       if (worker) {
         // Every 2xx answer queued one job (each delivery has a new event id): wait until the worker
         // has started all of them, so that no backlog runs into the next server's round.
         const until = workerBefore.started + result.ok;
         result.backlog = Math.max(0, until - workerAtEnd.started);
         const drained = await worker.call({ cmd: 'drain', until, timeoutMs: DRAIN_TIMEOUT_MS });
+        workerDone = drained;
         ran = drained.started - workerBefore.started;
         result.lag = drained.lag;
         result.drainMs = drained.drainMs;
@@ -302,6 +305,18 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
       if (redisBefore !== undefined) {
         // redis-server's CPU per answered request (for a queued server, its jobs' runs included).
         result.redisCpuPerRequest = (redis.cpu() - redisBefore) / Math.max(1, result.requests);
+      }
+      if (redisCommandsBefore !== undefined) {
+        // Round trips to Redis: the commands the server sent per answered request, and the worker's
+        // per job; what redis-server ran per request (scripts, and the commands inside them and out),
+        // for a queued server its jobs' runs included.
+        const redisCommandsAfter = await redis.commands();
+        result.redisCommands = {
+          server: perRequest(after.redisCommands - before.redisCommands),
+          worker: worker ? (workerDone.redisCommands - workerBefore.redisCommands) / Math.max(1, ran) : undefined,
+          scripts: perRequest(redisCommandsAfter.scripts - redisCommandsBefore.scripts),
+          inside: perRequest(redisCommandsAfter.inside - redisCommandsBefore.inside),
+        };
       }
       if (config.variant !== 'bare' && ran < result.ok) {
         const when = worker ? ` (${DRAIN_TIMEOUT_MS / 1000} s after the round)` : '';
@@ -445,6 +460,16 @@ function summarise(list, runs, problems, redis, connections, postgres) {
     // redis-server's CPU per request, where the server uses it and /proc tells it.
     ...(runs[id].every((r) => r.redisCpuPerRequest !== undefined)
       ? { redisCpuPerRequest: spread(runs[id].map((r) => r.redisCpuPerRequest)) }
+      : {}),
+    // Round trips to Redis and what redis-server ran, per request (see `fire`).
+    ...(runs[id].every((r) => r.redisCommands !== undefined)
+      ? {
+          redisCommands: Object.fromEntries(
+            ['server', 'worker', 'scripts', 'inside']
+              .filter((part) => runs[id].every((r) => r.redisCommands[part] !== undefined))
+              .map((part) => [part, spread(runs[id].map((r) => r.redisCommands[part]))]),
+          ),
+        }
       : {}),
     ...(QUEUED_STORES.includes(store) ? { queued: queuedFigures(runs[id]) } : {}),
     ...(runs[id].every((r) => r.loadCpuPerRequest !== undefined)

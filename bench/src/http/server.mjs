@@ -15,6 +15,8 @@ try {
         cpu: user + system,
         handled: server.handled(),
         queries: server.queries?.(),
+        // Commands sent to Redis so far (its RedisStore and BullMQ servers only).
+        redisCommands: server.redisCommands?.(),
         // Archive writes that failed so far (the inbox scenario's servers only).
         archiveFailures: server.archiveFailures?.(),
       };

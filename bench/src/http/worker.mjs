@@ -23,6 +23,8 @@ const {
 } = JSON.parse(process.argv[2]);
 /** Statements this process sent to Postgres so far (pg-boss's worker only). */
 let queries;
+/** Commands this process sent to Redis so far (BullMQ's worker only). */
+let redisCommands;
 
 /** Lag of each job in whole milliseconds (queuedAt and Date.now() are both ms): counts per value. */
 let lags = new Map();
@@ -53,7 +55,13 @@ function percentiles() {
 
 function stats() {
   const { user, system } = process.cpuUsage();
-  return { started, cpu: user + system, archiveFailures: failures?.(), queries: queries?.() };
+  return {
+    started,
+    cpu: user + system,
+    archiveFailures: failures?.(),
+    queries: queries?.(),
+    redisCommands: redisCommands?.(),
+  };
 }
 
 try {
@@ -72,6 +80,7 @@ try {
   const { webhooks, queue, archiveFailures } = created;
   failures = archiveFailures;
   queries = created.queries;
+  redisCommands = created.redisCommands;
   const worker = queue.startWorker(webhooks, { concurrency });
   await worker.bullWorker?.waitUntilReady();
   serve(async ({ cmd, until, timeoutMs }) => {

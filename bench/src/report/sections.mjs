@@ -196,6 +196,19 @@ function msSpread(s) {
   return `${s.median.toFixed(1)} (${s.min.toFixed(0)}–${s.max.toFixed(0)})`;
 }
 
+/** Commands sent to Redis per delivery (each its own round trip): the server's, plus the worker's per job. */
+function redisTrips(commands) {
+  if (!commands?.server) return '—';
+  const server = commands.server.median.toFixed(2);
+  return commands.worker ? `${server} + ${commands.worker.median.toFixed(2)}` : server;
+}
+
+/** What redis-server ran per delivery: EVAL/EVALSHA calls, and every other command (those inside the scripts too). */
+function redisRun(commands) {
+  if (!commands?.scripts) return '—';
+  return `${commands.scripts.median.toFixed(2)}, ${commands.inside.median.toFixed(1)}`;
+}
+
 /**
  * Queued mode next to inline processing in the same framework: one row each for the MemoryStore,
  * RedisStore and queued (BullMQ) servers, with what each costs the server, redis-server and the
@@ -222,6 +235,8 @@ export function queuedTable(http) {
         `${r.cpuPerRequest.median.toFixed(1)} µs`,
         r.redisCpuPerRequest ? `${r.redisCpuPerRequest.median.toFixed(1)} µs` : '—',
         q ? `${q.workerCpuPerJob.median.toFixed(1)} µs` : '(in the server)',
+        redisTrips(r.redisCommands),
+        redisRun(r.redisCommands),
         q ? msSpread(q.lagP50) : 'before the answer',
         q ? msSpread(q.lagP99) : '—',
         q ? intSpread(q.backlog) : '—',
@@ -238,6 +253,8 @@ export function queuedTable(http) {
       'server CPU per request',
       'redis-server CPU per request',
       'worker CPU per job',
+      'Redis round trips per delivery: server + worker',
+      'redis-server ran per delivery: scripts, commands',
       'answer → handler start, p50 ms',
       'p99 ms',
       'jobs waiting at round end',
