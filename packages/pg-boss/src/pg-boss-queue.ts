@@ -105,6 +105,9 @@ function channelOf(schema: string, name: string): string {
   return `pixhook_${createHash('sha256').update(`${schema}.${name}`).digest('hex').slice(0, 32)}`;
 }
 
+/** The names of prepared statements, by their text (see `#prepared`). */
+const statementNames = new Map<string, string>();
+
 /** Queue creations under way, per boss and queue: see `#createQueue`. */
 const creating = new WeakMap<object, Map<string, Promise<{ policy?: string | undefined } | null>>>();
 
@@ -283,7 +286,7 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
     const { retryLimit, retryDelay, retryBackoff, expireInSeconds } = this.#sendOptions;
     let row: { queue: boolean; inserted: number } | undefined;
     try {
-      [row] = (await this.#sql(this.#statements.enqueue, [
+      const rows = await this.#prepared(this.#statements.enqueue, [
         name,
         JSON.stringify(jobs),
         retryLimit,
@@ -292,7 +295,9 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
         expireInSeconds,
         this.#keepUntil(),
         this.#channel,
-      ])) as { queue: boolean; inserted: number }[];
+      ]);
+      if (rows === undefined) throw this.#notStarted();
+      [row] = rows as { queue: boolean; inserted: number }[];
     } catch (error) {
       // Data Postgres refuses (class 22: a \u0000 in a string, which jsonb cannot hold) fails the
       // delivery that holds it, not the others: the batch is written again one job at a time.
@@ -352,6 +357,7 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
         channel: this.#channel,
         ready: () => this.#whenReady(),
         sql: (text, values) => this.#sql(text, values),
+        prepared: (text, values) => this.#prepared(text, values),
       },
       resolved,
       () => this.#workers.delete(worker),
@@ -476,6 +482,29 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
   }
 
   /** A statement on the boss's database. */
+  /**
+   * A statement run often (a batch's insert, a worker's fetch and completion), named so that each
+   * connection of the boss's pool parses and plans it once (node-postgres prepares a named
+   * statement on first use per connection). On pg-boss's own database object (its node-postgres
+   * pool, once started); with a \`db\` of yours, through its \`executeSql\`, unnamed. Resolves
+   * undefined when the boss is not started (or was stopped).
+   */
+  async #prepared(text: string, values: unknown[]): Promise<unknown[] | undefined> {
+    const db = this.#boss.getDb() as {
+      opened?: unknown;
+      pool?: { query?: (query: { name: string; text: string; values: unknown[] }) => Promise<{ rows: unknown[] }> };
+    };
+    if (db.opened !== true || typeof db.pool?.query !== 'function') {
+      return (await this.#boss.getDb().executeSql(text, values))?.rows;
+    }
+    let name = statementNames.get(text);
+    if (name === undefined) {
+      name = `pixhook_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+      statementNames.set(text, name);
+    }
+    return (await db.pool.query({ name, text, values })).rows;
+  }
+
   async #sql(text: string, values: unknown[]): Promise<unknown[]> {
     const result = await this.#boss.getDb().executeSql(text, values);
     if (result === undefined) throw this.#notStarted();

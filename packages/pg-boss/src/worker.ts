@@ -24,6 +24,8 @@ export interface WorkerHost {
   ready(): Promise<void>;
   /** Runs a statement on the boss's database; rejects when the boss is not started. */
   sql(text: string, values: unknown[]): Promise<unknown[]>;
+  /** Runs a statement prepared once per connection; resolves undefined when the boss is not started. */
+  prepared(text: string, values: unknown[]): Promise<unknown[] | undefined>;
 }
 
 /** A worker, with what its queue calls on it. */
@@ -195,12 +197,15 @@ interface Running {
   readonly jobId: string;
   /** `close()` gave up on it: its outcome is not written (pg-boss has failed it already). */
   abandoned: boolean;
+  /** Its completion also fetched jobs for the slots free then: the loop need not be woken. */
+  refilled?: boolean;
   done: Promise<void>;
 }
 
 /**
- * Starts a worker that fetches jobs of the queue with pg-boss's `fetch()` and runs `webhooks`'
- * handlers for each, recording the outcome with `complete()` or `fail()`.
+ * Starts a worker that fetches jobs of the queue (as pg-boss's `fetch()`, by its fetch index: see
+ * `statements.fetch`) and runs `webhooks`' handlers for each, recording the outcome (as pg-boss's
+ * `complete()`, a batch at a time, or with its `fail()`).
  *
  * Why not pg-boss's `work()`: it runs a fetched batch as one callback (one outcome for all its
  * jobs), so per-job outcomes would need one `work()` poller per concurrent job; and it does not
@@ -280,14 +285,38 @@ export function startPgBossWorker(
         reportEngine(error, 'lost its listening connection (it polls meanwhile, and reconnects)'),
       )
     : undefined;
+  /** Slots asked for by a fetch in flight (the loop's, or a completion's): not free. */
+  let reserved = 0;
   // The outcomes of jobs that succeeded, completed a batch at a time: one statement for those that
-  // end together. Each answers whether it was still active (else maintenance had failed it).
-  const completions = new Batcher<string, boolean>(
-    async (ids) => {
-      const done = new Set(
-        ((await host.sql(statements.complete, [name, ids])) as { id: string }[]).map((row) => String(row.id)),
-      );
-      return ids.map((id) => done.has(id));
+  // end together, which also fetches jobs for the slots free then (one round trip and one commit
+  // where a completion and a fetch were two). Each answers whether it was still active (else
+  // maintenance had failed it).
+  const completions = new Batcher<Running, boolean>(
+    async (entries) => {
+      const want = stopping ? 0 : Math.max(0, options.concurrency - running.size - reserved + entries.length);
+      reserved += want;
+      let rows: (PgBossFetchedJob & { done: boolean })[];
+      try {
+        const result = await host.prepared(statements.completeAndFetch, [
+          name,
+          entries.map((entry) => entry.jobId),
+          want,
+        ]);
+        if (result === undefined) throw new Error('pixhook: the PgBoss instance was stopped.');
+        rows = result as (PgBossFetchedJob & { done: boolean })[];
+      } finally {
+        reserved -= want;
+      }
+      const done = new Set<string>();
+      for (const row of rows) {
+        if (row.done) done.add(String(row.id));
+        // Jobs fetched are active in Postgres: they run (close() waits for them too), unless close()
+        // gave up already: then they are let go.
+        else if (gaveUp) void letGo(String(row.id));
+        else start(row);
+      }
+      for (const entry of entries) entry.refilled = true;
+      return entries.map((entry) => done.has(entry.jobId));
     },
     Math.max(1, options.concurrency),
     2,
@@ -384,7 +413,7 @@ export function startPgBossWorker(
       // the same way every time) ends the job at once, as a dead letter, whatever retries remain.
       final = isFinalFailure(cause);
     }
-    if (failure === undefined) await settle(entry, () => completions.add(job.id), true);
+    if (failure === undefined) await settle(entry, () => completions.add(entry), true);
     else if (final) await failNow(entry, outputOf(failure), context);
     else {
       const output = outputOf(failure);
@@ -399,24 +428,29 @@ export function startPgBossWorker(
       .catch((error: unknown) => reportEngine(error, `failed running job ${job.id}`))
       .finally(() => {
         running.delete(entry);
-        wake();
+        // A completion that fetched for the free slots leaves nothing for the loop to do now.
+        if (!entry.refilled) wake();
       });
   };
 
   const loop = async () => {
     while (!stopping) {
       woken = false;
-      const free = options.concurrency - running.size;
+      const free = options.concurrency - running.size - reserved;
       if (free <= 0) {
         await pause(options.pollingIntervalMs);
         continue;
       }
       let jobs: PgBossFetchedJob[] = [];
+      reserved += free;
       try {
         await host.ready();
-        jobs = await boss.fetch(name, { batchSize: free, includeMetadata: true });
+        // undefined: the boss stopped (the worker stops too, on its 'stopped' event).
+        jobs = ((await host.prepared(statements.fetch, [name, free])) ?? []) as PgBossFetchedJob[];
       } catch (error) {
         reportEngine(error, 'could not fetch jobs');
+      } finally {
+        reserved -= free;
       }
       if (gaveUp) {
         // close() stopped waiting for this fetch: what it brought is let go, not run.
@@ -441,7 +475,11 @@ export function startPgBossWorker(
       const deadline = Date.now() + graceMs;
       // A fetch Postgres never answers (pg's pool ended under it) must not hold close() either.
       if (!(await within(looping, deadline))) gaveUp = true;
-      const finished = await within(Promise.all([...running].map((entry) => entry.done)), deadline);
+      // Until none runs: a completion in flight may have started jobs it fetched.
+      let finished = true;
+      while (finished && running.size > 0) {
+        finished = await within(Promise.all([...running].map((entry) => entry.done)), deadline);
+      }
       if (!finished) {
         const left = [...running];
         for (const entry of left) entry.abandoned = true;
