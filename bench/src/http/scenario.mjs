@@ -47,7 +47,7 @@ const QUEUED_STORES = ['bullmq', 'pg-boss'];
  * The rate is the settings' `fixed.rate` (1,000 req/s: the queued Express server, the slowest,
  * answers ~2,000 req/s flat out here, with its worker on the same core).
  */
-const FIXED_STORES = [undefined, 'redis', 'bullmq', 'pg-boss'];
+const FIXED_STORES = [undefined, 'redis', 'bullmq', 'postgres', 'pg-boss'];
 
 /** The median of the per-round p99 latencies, in ms. */
 const p99Of = (runs) => spread(runs.map((r) => r.p99)).median;
@@ -206,8 +206,8 @@ export async function runHttp({ rounds, seconds, warmSeconds, connections, frame
     }
   }
   const list = configs(redis, postgres).filter(wanted);
-  // The servers measured at a fixed rate too: pixhook inline (MemoryStore, RedisStore) and queued
-  // (BullMQ, pg-boss), in the queued frameworks (those of `fixed.frameworks` where it is given), with
+  // The servers measured at a fixed rate too: pixhook inline (MemoryStore, RedisStore, PostgresStore:
+  // a durable answer's floor, one WAL flush, beside pg-boss's) and queued (BullMQ, pg-boss), in the queued frameworks (those of `fixed.frameworks` where it is given), with
   // a redis-server. Only the plain MemoryStore server: not those with OpenTelemetry (also
   // MemoryStore, they were listed as four more "inline, MemoryStore" rows).
   const fixedList = list.filter(

@@ -509,14 +509,20 @@ function fixedSection(fixed, settings, httpRows) {
   // The slowest of these servers flat out (median req/s of the rounds above): how far under it the pace is.
   const ids = new Set(fixed.rows.map((r) => r.id));
   const slowest = httpRows.filter((r) => ids.has(r.id)).reduce((a, b) => (b.rps.median < a.rps.median ? b : a));
-  const processing = { redis: 'inline with `RedisStore`', bullmq: 'queued', memory: 'inline with `MemoryStore`' };
+  const processing = {
+    redis: 'inline with `RedisStore`',
+    bullmq: 'queued (BullMQ)',
+    postgres: 'inline with `PostgresStore`',
+    'pg-boss': 'queued (pg-boss)',
+    memory: 'inline with `MemoryStore`',
+  };
   const slowestName = `${processing[slowest.id.split('+')[1] ?? 'memory']} ${name(slowest.framework)}`;
   // The share of the servers' core each queued server and its worker used at this pace.
   const coreShare = fixed.rows
     .filter((r) => r.queued)
     .map((r) => {
       const share = ((r.cpuPerRequest.median + r.queued.workerCpuPerJob.median) * fixed.rate) / 1e4;
-      return `${name(r.framework)} ${Math.round(share)}%`;
+      return `${name(r.framework)} (${r.store === 'pg-boss' ? 'pg-boss' : 'BullMQ'}) ${Math.round(share)}%`;
     })
     .join(', ');
   const frameworks = [...new Set(fixed.rows.map((r) => name(r.framework)))];
@@ -530,7 +536,7 @@ function fixedSection(fixed, settings, httpRows) {
   return [
     `### At a fixed ${rate} req/s`,
     '',
-    `The same three servers of ${frameworks.join(', ')} (inline with \`MemoryStore\`, inline with \`RedisStore\`, queued), measured`,
+    `The same servers of ${frameworks.join(', ')} (inline with \`MemoryStore\`, \`RedisStore\` and \`PostgresStore\`, queued on BullMQ and on pg-boss), measured`,
     `again after the rounds above, with deliveries sent at a fixed pace instead of as fast as they are answered:`,
     `${rate} req/s, one delivery every ${1000 / fixed.rate} ms, for ${fixed.seconds} s per server per round, ${rounds} (rotated order)${warm}.`,
     `The slowest of them flat out, ${slowestName}, answered ${int(slowest.rps.median)} req/s in the rounds above (median): the`,
@@ -724,13 +730,13 @@ function postgresSection(http) {
     ];
   }
 
-  /** Why the Postgres servers are not in the fixed-rate table: how close its pace is to their capacity. */
+  /** Why the transactional servers are not in the fixed-rate table: how close its pace is to their capacity. */
   function fixedNote() {
-    const rates = http.rows.filter((r) => r.postgresCpuPerRequest).map((r) => r.rps.median);
+    const rates = http.rows.filter((r) => r.id.endsWith('+transactions')).map((r) => r.rps.median);
     if (!http.fixed || rates.length === 0) return [];
     const pace = rates.map((rps) => (100 * http.fixed.rate) / rps);
     return [
-      `The Postgres servers are not in the fixed-rate table below: its pace, ${int(http.fixed.rate)} req/s, is ${range(pace)}% of what`,
+      `The transactional servers are not in the fixed-rate table below: its pace, ${int(http.fixed.rate)} req/s, is ${range(pace)}% of what`,
       'they answer flat out here, so their answer times there would measure a queue more than the round trips.',
       '',
     ];

@@ -397,6 +397,7 @@ const PROCESSING = {
   memory: 'inline, MemoryStore',
   redis: 'inline, RedisStore',
   bullmq: 'queued, BullMQ',
+  postgres: 'inline, PostgresStore',
   'pg-boss': 'queued, pg-boss',
 };
 
