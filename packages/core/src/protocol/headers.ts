@@ -55,6 +55,20 @@ export interface DeliveryHeaders {
  * does not ask: a header that is absent costs a scan of every name in a plain object).
  */
 export function readDeliveryHeaders(headers: HeadersInput, withSize = false): DeliveryHeaders {
+  // Node's header object, as every adapter on Node passes it: each name read once, at a fixed key
+  // (a monomorphic property load instead of four keyed lookups by a variable name). Anything else
+  // (a `Headers`, a header absent or repeated, names not in lower case) is read by `getHeader`.
+  if (typeof (headers as { get?: unknown }).get !== 'function') {
+    const record = headers as Record<string, unknown>;
+    const signature = record['x-service-signature'];
+    const event = record['x-service-event'];
+    const delivery = record['x-service-delivery'];
+    if (typeof signature === 'string' && typeof event === 'string' && typeof delivery === 'string') {
+      if (!withSize) return { signature, event, delivery, contentLength: undefined };
+      const contentLength = record['content-length'];
+      if (typeof contentLength === 'string') return { signature, event, delivery, contentLength };
+    }
+  }
   return {
     signature: getHeader(headers, HEADER.signature),
     event: getHeader(headers, HEADER.event),
