@@ -145,6 +145,10 @@ export interface ClusterNode {
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port with the same nodes.conf: it rejoins the cluster. */
   start(): Promise<void>;
+  /** Freezes it (SIGSTOP): connections stay open, nothing is answered, as on a stalled host. */
+  pause(): void;
+  /** Lets a paused node go on (SIGCONT). */
+  resume(): void;
 }
 
 /** A Redis Cluster the test controls. */
@@ -162,12 +166,16 @@ export interface RedisCluster {
   slotOf(key: string): Promise<number>;
   /** The port of the master serving `key`'s slot now. */
   masterOf(key: string): Promise<number>;
+  /** The ports of the replicas of the master at `port`. */
+  replicasOf(port: number): Promise<number[]>;
   /**
    * Resolves once every running node says `cluster_state:ok`, every slot is served by a running
    * master, and every running node agrees on who the masters are (the view `CLUSTER NODES` gives).
    * Rejects after `ms`.
    */
   waitForOk(ms?: number): Promise<void>;
+  /** Resolves once every running replica is linked to its master and synced (ROLE on every node). */
+  waitForSync(ms?: number): Promise<void>;
   /**
    * Kills the master at `port` (SIGKILL) and resolves once one of its replicas is master of its
    * slots on every running node and the cluster is ok again: the new master's port and how long it took.
@@ -209,7 +217,14 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const { masters = 3, replicas = 1, nodeTimeoutMs = 2_000 } = options;
   const dir = mkdtempSync(join(tmpdir(), 'pixhook-redis-cluster-'));
   const ports: number[] = [];
-  for (let i = 0; i < masters * (1 + replicas); i += 1) ports.push(await freePort());
+  // Each node's cluster bus port, chosen free too (by default it is port + 10,000: maybe taken,
+  // maybe in the ephemeral range).
+  const busPorts = new Map<number, number>();
+  for (let i = 0; i < masters * (1 + replicas); i += 1) {
+    const port = await freePort();
+    ports.push(port);
+    busPorts.set(port, await freePort());
+  }
   const children = new Map<number, ChildProcess>();
 
   const startNode = async (port: number) => {
@@ -228,6 +243,8 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       'no',
       '--cluster-enabled',
       'yes',
+      '--cluster-port',
+      String(busPorts.get(port)),
       '--cluster-config-file',
       join(dir, `nodes-${port}.conf`),
       '--cluster-node-timeout',
@@ -308,6 +325,23 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     throw new Error(`redis-cluster: not ok within ${ms} ms: ${why}`);
   };
 
+  /** Every running replica is linked to its master and synced, and every master has them all. */
+  const waitForSync = async (ms = 60_000) => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const roles = await Promise.all(running().map((port) => command(port, ['ROLE']).catch(() => null)));
+      const linked = roles.filter((role) => Array.isArray(role) && role[0] === 'slave' && role[3] === 'connected');
+      let listed = 0;
+      for (const role of roles) {
+        if (Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2])) listed += role[2].length;
+      }
+      const expected = running().length - masters;
+      if (linked.length === expected && listed === expected) return;
+      if (Date.now() > deadline) throw new Error(`redis-cluster: the replicas did not sync within ${ms} ms`);
+      await pause(50);
+    }
+  };
+
   const close = async () => {
     await Promise.all([...children.keys()].map((port) => stopNode(port, 'SIGKILL')));
     rmSync(dir, { recursive: true, force: true });
@@ -333,23 +367,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       );
     }
     await waitForOk(60_000);
-    // Every replica has finished its first sync: it is listed as a replica, and its master says it is online.
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const roles = await Promise.all(ports.map((port) => command(port, ['ROLE'])));
-      const synced = roles.filter(
-        (role) =>
-          Array.isArray(role) &&
-          role[0] === 'master' &&
-          Array.isArray(role[2]) &&
-          role[2].length === replicas &&
-          role[2].every((replica) => Array.isArray(replica)),
-      );
-      const replicasUp = roles.filter((role) => Array.isArray(role) && role[0] === 'slave' && role[3] === 'connected');
-      if (synced.length === masters && replicasUp.length === masters * replicas) break;
-      if (Date.now() > deadline) throw new Error('redis-cluster: the replicas did not sync within 60 s');
-      await pause(50);
-    }
+    await waitForSync(60_000);
   } catch (error) {
     await close();
     throw error;
@@ -362,6 +380,8 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     },
     stop: (signal?: NodeJS.Signals) => stopNode(port, signal),
     start: () => startNode(port),
+    pause: () => void children.get(port)?.kill('SIGSTOP'),
+    resume: () => void children.get(port)?.kill('SIGCONT'),
   }));
 
   const slotOf = async (key: string) => {
@@ -385,7 +405,13 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       if (!owner) throw new Error(`redis-cluster: no master serves slot ${slot}`);
       return owner.port;
     },
+    replicasOf: async (port) => {
+      const nodes = await topology();
+      const master = nodes.find((node) => node.port === port);
+      return nodes.filter((node) => master !== undefined && node.masterId === master.id).map((node) => node.port);
+    },
     waitForOk,
+    waitForSync,
     failover: async (port, ms = 60_000) => {
       const before = await topology(port);
       const killed = before.find((node) => node.port === port);

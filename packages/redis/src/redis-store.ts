@@ -3,7 +3,7 @@ import { type ClaimResult, describeType, type IdempotencyStore } from '@pixhook/
 import { type ClientKind, commandSender, type RedisClientLike, type SendCommand } from './client.js';
 import { type RedisStoreOptions, type ResolvedRedisStoreOptions, resolveOptions } from './options.js';
 import { PendingWrites, type Write } from './pending-writes.js';
-import { ADVANCE, CLAIM, COMPLETE, COMPLETED, EXTEND, RELEASE } from './scripts.js';
+import { ABANDON, ADVANCE, CLAIM, COMPLETE, COMPLETED, EXTEND, RELEASE } from './scripts.js';
 import { withTimeout } from './timeout.js';
 
 /** Stands for "no claim of ours" in the scripts: tokens are never empty, so no key holds it. */
@@ -90,9 +90,10 @@ export class RedisStore implements IdempotencyStore {
         throw new Error(`pixhook: RedisStore: unexpected reply to claim(${eventId}): ${reply}`);
     } catch (error) {
       // Clients queue commands while disconnected, and a claim whose answer was lost may have run:
-      // either way it may hold the event (409) for inFlightTtlMs while nobody runs it. Queue the
-      // release of this very token behind it, retried until it lands.
-      this.#pending.send(this.#releaseWrite(eventId, key, claimToken)).catch(() => {});
+      // either way it may hold the event (409) for inFlightTtlMs while nobody runs it. Abandon this
+      // very token, retried until it lands: the claim is released if it landed, and cannot land
+      // after (an ioredis Cluster retrying it on another node during a failover may send it later).
+      this.#pending.send(this.#releaseWrite(eventId, key, claimToken, true)).catch(() => {});
       throw error;
     }
     if (token === undefined && reply === 'claimed') this.#untokened.set(eventId, claimToken);
@@ -217,12 +218,15 @@ export class RedisStore implements IdempotencyStore {
     return own;
   }
 
-  #releaseWrite(eventId: string, key: string, token: string): Write {
+  /** The release of `token`'s claim; `abandon`: of a claim whose reply never came (see `ABANDON`). */
+  #releaseWrite(eventId: string, key: string, token: string, abandon = false): Write {
     // Past inFlightTtlMs the claim has expired by itself: nothing left to release.
     return {
       operation: 'release',
       eventId,
-      command: ['EVAL', RELEASE, '1', key, token],
+      command: abandon
+        ? ['EVAL', ABANDON, '1', key, token, `${this.#options.inFlightTtlMs}`]
+        : ['EVAL', RELEASE, '1', key, token],
       until: Date.now() + this.#options.inFlightTtlMs,
     };
   }

@@ -2,13 +2,28 @@
 export const COMPLETED = 'completed';
 
 /**
+ * Starts the value a key holds when claims that failed were abandoned (see `ABANDON`): then the
+ * tokens of those claims, separated by spaces. Tokens never hold a space.
+ */
+export const ABANDONED = 'abandoned:';
+
+/**
  * Claim: one round trip and atomic, so no other instance can slip in between the `SET NX` and the
- * `GET` that tells an in-flight claim from a completed event.
+ * `GET` that tells an in-flight claim from a completed event. A key that holds abandoned claims is
+ * free, except to those very claims arriving late (`'abandoned'`: nobody waits for that reply).
  * KEYS[1] = key, ARGV[1] = token, ARGV[2] = in-flight TTL in ms.
  */
 export const CLAIM = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'claimed' end
-if redis.call('GET', KEYS[1]) == '${COMPLETED}' then return 'completed' end
+local value = redis.call('GET', KEYS[1])
+if value == '${COMPLETED}' then return 'completed' end
+if string.sub(value, 1, ${ABANDONED.length}) == '${ABANDONED}' then
+  if string.find(' ' .. string.sub(value, ${ABANDONED.length + 1}) .. ' ', ' ' .. ARGV[1] .. ' ', 1, true) then
+    return 'abandoned'
+  end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 'claimed'
+end
 return 'in-flight'
 `;
 
@@ -21,7 +36,7 @@ return 'in-flight'
 export const COMPLETE = `
 local value = redis.call('GET', KEYS[1])
 if value == '${COMPLETED}' then return 1 end
-if value == false or value == ARGV[1] then
+if value == false or value == ARGV[1] or string.sub(value, 1, ${ABANDONED.length}) == '${ABANDONED}' then
   redis.call('SET', KEYS[1], '${COMPLETED}', 'PX', ARGV[2])
   return 1
 end
@@ -35,6 +50,26 @@ return 0
  */
 export const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
+/**
+ * Abandon: the release of a claim whose reply never came (Redis failed it, or did not answer in
+ * time), which may still land later: a client may send it again after the release, as an ioredis
+ * `Cluster` does with the commands it retries on another node during a failover. Deletes the claim
+ * when it landed already; when the key is free, keeps the token as abandoned (for the in-flight
+ * TTL) so that the claim, landing late, takes nothing (`CLAIM` answers it 'abandoned'); any other
+ * claim takes the key as if it were free. Another delivery's claim, or a completion, is left alone.
+ * KEYS[1] = key, ARGV[1] = token, ARGV[2] = in-flight TTL in ms.
+ */
+export const ABANDON = `
+local value = redis.call('GET', KEYS[1])
+if value == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if value == false then
+  redis.call('SET', KEYS[1], '${ABANDONED}' .. ARGV[1], 'PX', ARGV[2])
+elseif string.sub(value, 1, ${ABANDONED.length}) == '${ABANDONED}' then
+  redis.call('SET', KEYS[1], value .. ' ' .. ARGV[1], 'PX', ARGV[2])
+end
 return 0
 `;
 
