@@ -16,6 +16,7 @@ import {
   resolveWorkerOptions,
   type WorkerOptions,
 } from './options.js';
+import { ReplicaAcks, type ReplicaClient } from './replicas.js';
 import { type ProcessingWebhooks, type QueueWorker, startWorker } from './worker.js';
 
 /**
@@ -99,6 +100,8 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
   readonly #options: ResolvedQueueOptions;
   readonly #queue: Queue;
   readonly #workers = new Set<QueueWorker>();
+  /** Confirms each job on `waitForReplicas` replicas before its 202; undefined when 0. */
+  readonly #acks: ReplicaAcks | undefined;
 
   constructor(options: BullMQQueueOptions) {
     this.#options = resolveQueueOptions(options);
@@ -118,6 +121,17 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
     // Connection errors reach the writes that fail (503, told to onError); unheard, the 'error'
     // event would crash the process.
     this.#queue.on('error', () => {});
+    const { waitForReplicas, enqueueTimeoutMs } = this.#options;
+    this.#acks =
+      waitForReplicas > 0
+        ? new ReplicaAcks(
+            // The ioredis client that wrote the jobs (BullMQ's wrapper of it): WAIT counts its writes.
+            async () => await (this.#queue.getBackend() as unknown as { client: Promise<ReplicaClient> }).client,
+            waitForReplicas,
+            // Within the enqueue's deadline, so that the 503's cause told to onError is this one.
+            Math.max(1, Math.floor(enqueueTimeoutMs * 0.75)),
+          )
+        : undefined;
   }
 
   /** What `console.log(queue)` shows; never the connection (it may hold a password). */
@@ -157,9 +171,10 @@ export class BullMQQueue implements WebhookQueue, DeadLetterSource {
    * bounds it by `enqueueTimeoutMs`; you do not need to.
    */
   async enqueue(delivery: QueuedDelivery): Promise<void> {
-    await this.#queue.add(delivery.event.type, delivery, {
-      jobId: deliveryJobId(deliveryKey(delivery), delivery.replay),
-    });
+    const jobId = deliveryJobId(deliveryKey(delivery), delivery.replay);
+    await this.#queue.add(delivery.event.type, delivery, { jobId });
+    // waitForReplicas: the job is on a replica too before the 202 (BullMQ's key of the job).
+    await this.#acks?.confirm(`${this.#options.prefix}:${this.#options.name}:${jobId}`);
   }
 
   /**

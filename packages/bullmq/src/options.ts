@@ -1,5 +1,6 @@
 import { assertKnownOptions, DEFAULT_COMPLETED_TTL_MS, describeType } from '@pixhook/core';
 import type { ConnectionOptions } from 'bullmq';
+import { hasHashTag, isClusterConnection } from './replicas.js';
 
 /** How a failed job waits before its next run. */
 export interface BackoffOptions {
@@ -19,6 +20,8 @@ export interface BullMQQueueOptions {
    * (the queue's connection does not hold commands offline), so the delivery answers 503. Without a
    * `retryStrategy` in the options, the queue and its workers reconnect after 100 ms, 200 ms … then
    * every 1 s (BullMQ's own default backs off to 20 s): 202 again about a second after Redis is back.
+   * On a Redis Cluster, pass an ioredis `Cluster` instance (`new Cluster([{ host, port }])`) and a
+   * `prefix` with a hash tag (`'{bull}'`).
    * @example connection: { url: process.env.REDIS_URL }
    */
   connection: ConnectionOptions;
@@ -28,7 +31,10 @@ export interface BullMQQueueOptions {
    */
   name?: string;
   /**
-   * BullMQ's key prefix in Redis.
+   * BullMQ's key prefix in Redis. On a Redis Cluster it must hold a hash tag (`'{bull}'`, or
+   * `'{webhooks}'`…), so that every key of the queue is in one slot and BullMQ's scripts, which
+   * touch several keys, run on one node: `new BullMQQueue` throws a `TypeError` for a `Cluster`
+   * connection and a prefix without one. No `:` in it.
    * @default 'bull'
    */
   prefix?: string;
@@ -55,6 +61,16 @@ export interface BullMQQueueOptions {
    * @default 2_000
    */
   enqueueTimeoutMs?: number;
+  /**
+   * Replicas of its Redis master that must hold a delivery's job before the delivery is answered
+   * 202 (Redis `WAIT`, one round trip shared by the deliveries written meanwhile, waiting at most
+   * three quarters of `enqueueTimeoutMs`). Redis replicates asynchronously: without it, a job written to a master
+   * that dies a moment later may be missing on the replica promoted in its place, and that event
+   * would never run although the service was told 202. With it, fewer replicas confirming in time
+   * (a replica down, or a master without one) answers 503 and the service delivers again.
+   * @default 1 when `connection` is an ioredis `Cluster`, else 0 (a single Redis: nothing to wait for)
+   */
+  waitForReplicas?: number;
 }
 
 /** Options of `queue.startWorker(webhooks, …)`. */
@@ -105,6 +121,7 @@ export interface ResolvedQueueOptions {
   backoff: { type: 'exponential' | 'fixed'; delay: number; jitter?: number };
   keepCompletedMs: number;
   enqueueTimeoutMs: number;
+  waitForReplicas: number;
 }
 
 export interface ResolvedWorkerOptions {
@@ -124,6 +141,7 @@ const QUEUE_OPTIONS = [
   'backoff',
   'keepCompletedMs',
   'enqueueTimeoutMs',
+  'waitForReplicas',
 ] as const satisfies readonly (keyof BullMQQueueOptions)[];
 
 const WORKER_OPTIONS = [
@@ -200,14 +218,25 @@ export function resolveQueueOptions(options: BullMQQueueOptions): ResolvedQueueO
       `pixhook: ${owner}: enqueueTimeoutMs must be at most ${MAX_ENQUEUE_TIMEOUT_MS}: the service gives up on an answer after 10 s; got ${enqueueTimeoutMs}.`,
     );
   }
+  const connection = connectionOf(owner, options.connection);
+  const prefix = name(owner, 'prefix', options.prefix, 'bull');
+  const cluster = isClusterConnection(connection);
+  if (cluster && !hasHashTag(prefix)) {
+    // Not added silently: the prefix names the keys, and every receiver, worker and reader
+    // (pixhook dead-letters --prefix) of the queue must give the same one.
+    throw new TypeError(
+      `pixhook: ${owner}: on a Redis Cluster the prefix needs a hash tag, so that every key of the queue is in one slot (BullMQ's scripts touch several keys): use prefix: '{bull}' (the same in every receiver, worker and reader of the queue); got ${JSON.stringify(prefix.slice(0, 60))}.`,
+    );
+  }
   return {
-    connection: connectionOf(owner, options.connection),
+    connection,
     name: name(owner, 'name', options.name, 'pixhook-webhooks'),
-    prefix: name(owner, 'prefix', options.prefix, 'bull'),
+    prefix,
     attempts: whole(owner, 'attempts', options.attempts, 10),
     backoff: backoffOf(options.backoff),
     keepCompletedMs: whole(owner, 'keepCompletedMs', options.keepCompletedMs, DEFAULT_COMPLETED_TTL_MS),
     enqueueTimeoutMs,
+    waitForReplicas: whole(owner, 'waitForReplicas', options.waitForReplicas, cluster ? 1 : 0, 0),
   };
 }
 
