@@ -111,6 +111,19 @@ export class Database {
     return this.#bounded(this.pool.query<R>(this.#config(text, values)), what, late, this.#onMarks(text));
   }
 
+  /**
+   * Runs one statement on the pool, unbounded: for a `Batcher`, which bounds each of its callers and
+   * explains the error to them (`explain`).
+   */
+  send<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<QueryResult<R>> {
+    return this.pool.query<R>(this.#config(text, values));
+  }
+
+  /** `error` with a message that says what to do when its cause is the table missing. */
+  explain(error: unknown): unknown {
+    return explained(error, this.options);
+  }
+
   /** Runs one statement on `client`; a client that did not answer in time is closed. */
   async queryOn<R extends QueryResultRow>(
     client: CheckedOut,

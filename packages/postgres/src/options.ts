@@ -61,6 +61,16 @@ export interface PostgresStoreOptions extends PostgresTransactionsOptions {
    * @default 600_000 (10 minutes, DEFAULT_IN_FLIGHT_TTL_MS)
    */
   inFlightTtlMs?: number;
+  /**
+   * Most claims (and, apart, most completions) sent to Postgres in one statement. Claims made while
+   * the store's statements are in flight go together in the next one (group commit): one round trip
+   * and one commit for many deliveries. A claim never waits for others to come: when nothing is in
+   * flight it goes on the next turn of the event loop. Each call keeps its own `timeoutMs` and gets
+   * the answer it would get alone; a statement that fails answers each of its calls with the error
+   * (503). `1` sends each claim and completion in a statement of its own.
+   * @default 64
+   */
+  batchSize?: number;
 }
 
 export interface ResolvedOptions {
@@ -70,7 +80,14 @@ export interface ResolvedOptions {
   readonly timeoutMs: number;
   readonly pruneIntervalMs: number | undefined;
   readonly preparedStatements: boolean;
+  /** 1 for `PostgresTransactions`, which has no batches. */
+  readonly batchSize: number;
 }
+
+/** Default of `batchSize`. */
+export const DEFAULT_BATCH_SIZE = 64;
+/** Most calls in one statement: its arrays stay small, and one failure answers few deliveries. */
+const MAX_BATCH_SIZE = 1_000;
 
 /** Default of `timeoutMs`: leaves the steps and the handlers within the 10 s deadline. */
 export const DEFAULT_TIMEOUT_MS = 2_000;
@@ -86,7 +103,7 @@ const TRANSACTIONS_OPTIONS = [
   'pruneIntervalMs',
   'preparedStatements',
 ] as const;
-const STORE_OPTIONS = [...TRANSACTIONS_OPTIONS, 'inFlightTtlMs'] as const;
+const STORE_OPTIONS = [...TRANSACTIONS_OPTIONS, 'inFlightTtlMs', 'batchSize'] as const;
 
 function milliseconds(owner: string, name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
@@ -139,8 +156,18 @@ export function resolveOptions(owner: 'PostgresStore' | 'PostgresTransactions', 
       `pixhook: ${owner}: preparedStatements must be true or false, got ${describeType(preparedStatements)}.`,
     );
   }
+  const batchSize = given.batchSize ?? (owner === 'PostgresStore' ? DEFAULT_BATCH_SIZE : 1);
+  if (typeof batchSize !== 'number' || !Number.isSafeInteger(batchSize) || batchSize <= 0) {
+    throw new TypeError(
+      `pixhook: ${owner}: batchSize must be a positive whole number, got ${describeType(batchSize)}.`,
+    );
+  }
+  if (batchSize > MAX_BATCH_SIZE) {
+    throw new RangeError(`pixhook: ${owner}: batchSize is ${batchSize}, above ${MAX_BATCH_SIZE}.`);
+  }
   return {
     preparedStatements,
+    batchSize,
     table: resolveTable(owner, given),
     completedTtlMs: milliseconds(owner, 'completedTtlMs', given.completedTtlMs, DEFAULT_COMPLETED_TTL_MS),
     inFlightTtlMs: milliseconds(owner, 'inFlightTtlMs', given.inFlightTtlMs, DEFAULT_IN_FLIGHT_TTL_MS),

@@ -6,9 +6,10 @@ import {
   type EventTransactions,
   type OpenEvent,
 } from '@pixhook/core';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import { assertPool, type CheckedOut, Database, PostgresTimeoutError } from './database.js';
 import { type PostgresTransactionsOptions, resolveOptions } from './options.js';
+import { plainLiteral, transactionScripts } from './sql.js';
 
 const COMPLETED: BegunEvent<PoolClient> = { state: 'completed' };
 const IN_FLIGHT: BegunEvent<PoolClient> = { state: 'in-flight' };
@@ -17,13 +18,25 @@ const asError = (error: unknown): Error => (error instanceof Error ? error : new
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
- * Postgres answered COMMIT with an error that rolled the transaction back: a deferred constraint
- * (class 23) or a serialization failure or deadlock (class 40). Anything else (no answer, a
- * connection error, an administrator's termination) may have come after the commit.
+ * Postgres answered the record and `COMMIT` with an error that rolled the transaction back: one the
+ * record's INSERT raised (Postgres then skips the COMMIT), a deferred constraint (class 23) or a
+ * serialization failure or deadlock (class 40) at COMMIT. Not: no answer, a connection error (08), an
+ * administrator's termination or a cancel (57), a resource or system error (53, 58, XX): those may
+ * have come after the commit.
  */
-function refusedCommit(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^(23|40)[0-9A-Z]{3}$/.test(code);
+function refused(error: unknown): boolean {
+  // A missing table's error is explained: its code is its cause's.
+  const given = error as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code = typeof given?.code === 'string' ? given.code : given?.cause?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|53|57|58|XX)/.test(code);
+}
+
+/** The error of a transaction Postgres rolled back because a statement in it had failed. */
+function rolledBack(cause: unknown): Error {
+  return new Error(
+    'pixhook: PostgresTransactions: the transaction was rolled back instead of committed: a statement in it failed (did a handler catch a failed query?).',
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /**
@@ -53,6 +66,7 @@ function refusedCommit(error: unknown): boolean {
 export class PostgresTransactions implements EventTransactions<PoolClient> {
   readonly #db: Database;
   readonly #lockPrefix: string;
+  readonly #scripts: ReturnType<typeof transactionScripts>;
 
   /**
    * @param pool - a node-postgres `Pool`: each event in progress holds one of its connections
@@ -63,6 +77,7 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
     assertPool('PostgresTransactions', pool);
     this.#db = new Database(pool, resolveOptions('PostgresTransactions', options));
     this.#lockPrefix = `${this.#db.options.table.qualified}:`;
+    this.#scripts = transactionScripts(this.#db.options.table);
   }
 
   /**
@@ -82,14 +97,7 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
     db.maybePrune();
     const connection = await db.connect();
     try {
-      await db.queryOn(connection, 'BEGIN', [], 'BEGIN');
-      const lock = await db.queryOn<{ locked: boolean }>(connection, db.sql.lock, [this.#lockPrefix + eventId], 'lock');
-      const locked = lock.rows[0]?.locked;
-      const state = !locked
-        ? 'in-flight'
-        : replay
-          ? undefined
-          : (await db.queryOn<{ state: string }>(connection, db.sql.check, [eventId], 'check')).rows[0]?.state;
+      const state = await this.#lockAndCheck(connection, eventId, replay);
       if (state === undefined) return this.#open(connection, eventId);
       await this.#end(connection, 'ROLLBACK');
       // A live `in-flight` row is a PostgresStore claim on the same table: another delivery runs it.
@@ -125,28 +133,44 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
       transaction: connection.client,
       commit: async () => {
         once('commit()');
-        let result: { command: string };
-        try {
-          await db.queryOn(connection, db.sql.record, [eventId, db.options.completedTtlMs], 'recording the event');
-        } catch (error) {
-          // COMMIT was never sent: closing the connection rolls the transaction back.
-          connection.destroy(asError(error));
-          throw error;
+        let committed: QueryResult | undefined;
+        const literal = plainLiteral(eventId);
+        if (literal === undefined) {
+          // An id that travels as a parameter: the record, then COMMIT, a round trip each.
+          try {
+            await db.queryOn(connection, db.sql.record, [eventId, db.options.completedTtlMs], 'recording the event');
+          } catch (error) {
+            // COMMIT was never sent: closing the connection rolls the transaction back.
+            connection.destroy(asError(error));
+            throw error;
+          }
         }
         try {
-          result = await db.queryOn(connection, 'COMMIT', [], 'COMMIT');
+          if (literal === undefined) {
+            committed = await db.queryOn(connection, 'COMMIT', [], 'COMMIT');
+          } else {
+            // One round trip: the record, then COMMIT (which Postgres skips when the record fails).
+            const answers = (await db.queryOn(
+              connection,
+              this.#scripts.commit(literal, db.options.completedTtlMs),
+              [],
+              'recording the event and COMMIT',
+            )) as unknown as QueryResult[];
+            committed = answers[1];
+          }
         } catch (error) {
           connection.destroy(asError(error));
-          // Postgres refused the commit (a deferred constraint, a serialization failure): rolled back.
-          if (refusedCommit(error)) throw error;
+          // A statement failed because a handler left the transaction aborted: nothing was committed.
+          if ((error as { code?: unknown } | null)?.code === '25P02') throw rolledBack(error);
+          // Postgres answered with an error of the record or of COMMIT (a deferred constraint, a
+          // serialization failure): rolled back.
+          if (refused(error)) throw error;
           // No answer (a timeout, the connection dropped): the commit may have happened. Find out.
           return this.#readBack(eventId, error);
         }
         // Postgres answers COMMIT of a transaction an error aborted with ROLLBACK, not an error.
-        if (result.command !== 'COMMIT') {
-          const error = new Error(
-            'pixhook: PostgresTransactions: the transaction was rolled back instead of committed: a statement in it failed (did a handler catch a failed query?).',
-          );
+        if (committed?.command !== 'COMMIT') {
+          const error = rolledBack(undefined);
           connection.destroy(error);
           throw error;
         }
@@ -162,6 +186,36 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
         return db.advance('PostgresTransactions', key, version, eventId, connection);
       },
     };
+  }
+
+  /**
+   * `BEGIN`, the event's lock (without waiting) and, unless `replay`, the check: `in-flight` when
+   * another transaction holds the lock, else the event's live state (`undefined`: none). One round
+   * trip when the values can be literals (`plainLiteral`); else a round trip per statement, with
+   * parameters. Either way the check is a statement of its own after the lock's, so its snapshot
+   * (READ COMMITTED: one per statement) is taken once the lock is held and sees the record of a
+   * transaction that held the lock before.
+   */
+  async #lockAndCheck(connection: CheckedOut, eventId: string, replay: boolean): Promise<string | undefined> {
+    const db = this.#db;
+    const lockText = this.#lockPrefix + eventId;
+    const lockLiteral = plainLiteral(lockText);
+    const idLiteral = plainLiteral(eventId);
+    if (lockLiteral !== undefined && idLiteral !== undefined) {
+      const answers = (await db.queryOn(
+        connection,
+        this.#scripts.begin(lockLiteral, idLiteral, !replay),
+        [],
+        'BEGIN, the lock and the check',
+      )) as unknown as QueryResult[];
+      if ((answers[1]?.rows[0] as { locked?: boolean } | undefined)?.locked !== true) return 'in-flight';
+      return (answers[2]?.rows[0] as { state?: string } | undefined)?.state;
+    }
+    await db.queryOn(connection, 'BEGIN', [], 'BEGIN');
+    const lock = await db.queryOn<{ locked: boolean }>(connection, db.sql.lock, [lockText], 'lock');
+    if (lock.rows[0]?.locked !== true) return 'in-flight';
+    if (replay) return undefined;
+    return (await db.queryOn<{ state: string }>(connection, db.sql.check, [eventId], 'check')).rows[0]?.state;
   }
 
   /**

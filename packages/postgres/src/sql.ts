@@ -82,6 +82,46 @@ CREATE INDEX IF NOT EXISTS ${marksIndex} ON ${table.marks} (expires_at);
 /** Milliseconds from now, in SQL, from a parameter holding a number of milliseconds. */
 const after = (param: string) => `now() + ${param}::bigint * interval '1 millisecond'`;
 
+/**
+ * `value` as an SQL string literal, when it can be one as it is: printable ASCII without a quote or a
+ * backslash (an event id `evt_<suffix>` as the service sends them) cannot end the literal or escape
+ * anything, in any client encoding and whatever `standard_conforming_strings` says. `undefined` for
+ * any other text: it then travels as a parameter.
+ */
+export function plainLiteral(value: string): string | undefined {
+  return /^[\x20-\x26\x28-\x5b\x5d-\x7e]*$/.test(value) ? `'${value}'` : undefined;
+}
+
+/**
+ * Statements of `PostgresTransactions` sent together as one simple query (one round trip), each with
+ * its own snapshot (READ COMMITTED takes one per statement, also within one query string). The simple
+ * protocol has no parameters: the values are `plainLiteral`s (their callers send any other value
+ * as parameters, one statement per round trip).
+ */
+export function transactionScripts(table: TableName) {
+  const t = table.qualified;
+  return {
+    /**
+     * Opens the event's transaction: `BEGIN`, the lock without waiting (`lock`), and, unless
+     * `check` is false (a replay), the event's live row. The check is a statement of its own, after
+     * the lock's: its snapshot is taken once the lock is held, so it sees what a transaction that
+     * held the lock before committed. (In the lock's own statement, the snapshot would be older than
+     * the lock, and could miss a record committed in between.)
+     */
+    begin: (lockText: string, eventId: string, check: boolean) =>
+      `BEGIN;SELECT pg_try_advisory_xact_lock(hashtextextended(${lockText}, 0)) AS locked${
+        check ? `;SELECT state FROM ${t} WHERE event_id = ${eventId} AND expires_at > now()` : ''
+      }`,
+    /**
+     * `record` and `COMMIT`: Postgres skips the COMMIT when the INSERT fails (the transaction stays
+     * aborted, and the connection is closed).
+     */
+    commit: (eventId: string, completedTtlMs: number) =>
+      `INSERT INTO ${t} AS t (event_id, state, token, expires_at) VALUES (${eventId}, 'completed', NULL, now() + ${Math.trunc(completedTtlMs)}::bigint * interval '1 millisecond')
+ON CONFLICT (event_id) DO UPDATE SET state = 'completed', token = NULL, expires_at = EXCLUDED.expires_at, updated_at = now();COMMIT`,
+  } as const;
+}
+
 /** The statements of a store on `table`. */
 export function statements(table: TableName) {
   const t = table.qualified;
@@ -101,6 +141,23 @@ SELECT result FROM claimed
 UNION ALL
 SELECT state FROM ${t} WHERE event_id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`,
     /**
+     * $1 event ids, $2 tokens (distinct ids, in the order their rows are locked), $3 in-flight ms:
+     * `claim` for many events at once, one row per id, in order. Group commit: concurrent claims
+     * share one round trip and one commit.
+     */
+    claimMany: `WITH input AS (
+  SELECT i.event_id, i.token, i.n FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(event_id, token, n)
+), claimed AS (
+  INSERT INTO ${t} AS t (event_id, state, token, expires_at)
+  SELECT event_id, 'in-flight', token, ${after('$3')} FROM input ORDER BY n
+  ON CONFLICT (event_id) DO UPDATE SET state = 'in-flight', token = EXCLUDED.token, expires_at = EXCLUDED.expires_at, updated_at = now()
+  WHERE t.expires_at <= now()
+  RETURNING t.event_id
+)
+SELECT CASE WHEN c.event_id IS NOT NULL THEN 'claimed'::text ELSE (SELECT state FROM ${t} WHERE event_id = i.event_id) END AS result
+FROM input i LEFT JOIN claimed c ON c.event_id = i.event_id
+ORDER BY i.n`,
+    /**
      * $1 event id, $2 token, $3 completed ms. Records the completion when `token` holds the claim or
      * nobody live does; `done` 0 and `state` not `completed`: another claim holds the event.
      */
@@ -111,6 +168,25 @@ SELECT state FROM ${t} WHERE event_id = $1 AND NOT EXISTS (SELECT 1 FROM claimed
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM done)::int AS done, (SELECT state FROM ${t} WHERE event_id = $1 AND expires_at > now()) AS state`,
+    /**
+     * $1 event ids, $2 tokens (distinct ids, in the order their rows are locked), $3 completed ms:
+     * `complete` for many events at once, one row per id, in order. The token travels in the
+     * inserted row to be compared with the claim's (`EXCLUDED.token`); an event without a live row
+     * gets a completed row that keeps it, which nothing reads (every statement on a token also
+     * requires `state = 'in-flight'`).
+     */
+    completeMany: `WITH input AS (
+  SELECT i.event_id, i.token, i.n FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(event_id, token, n)
+), done AS (
+  INSERT INTO ${t} AS t (event_id, state, token, expires_at)
+  SELECT event_id, 'completed', token, ${after('$3')} FROM input ORDER BY n
+  ON CONFLICT (event_id) DO UPDATE SET state = 'completed', token = NULL, expires_at = EXCLUDED.expires_at, updated_at = now()
+  WHERE t.expires_at <= now() OR (t.state = 'in-flight' AND t.token = EXCLUDED.token)
+  RETURNING t.event_id
+)
+SELECT (d.event_id IS NOT NULL) AS done, (SELECT state FROM ${t} WHERE event_id = i.event_id AND expires_at > now()) AS state
+FROM input i LEFT JOIN done d ON d.event_id = i.event_id
+ORDER BY i.n`,
     /** $1 event id, $2 token: drops the claim if `token` still holds it. */
     release: `DELETE FROM ${t} WHERE event_id = $1 AND state = 'in-flight' AND token = $2`,
     /** $1 event id, $2 token, $3 in-flight ms: renews `token`'s live claim. */

@@ -4,7 +4,7 @@
  * a dead instance leaves nothing behind; Postgres away answers 503 and loses nothing.
  */
 
-import { Webhooks } from '@pixhook/core';
+import { type AnyEvent, Webhooks } from '@pixhook/core';
 import { createTestEvent } from '@pixhook/core/testing';
 import { PostgresTransactions } from '@pixhook/postgres';
 import { ADAPTERS, httpSend } from '@pixhook/test-helpers/adapters';
@@ -236,12 +236,19 @@ describeWithPostgres('transactional handlers against a real Postgres', () => {
     }
   });
 
-  it('prepares its statements once per connection, or sends them unnamed with preparedStatements: false', async () => {
+  it('takes two round trips of its own per event: BEGIN, the lock and the check; the record and COMMIT', async () => {
     const tables = await freshTables(pool);
-    const seen: Record<string, number> = {};
     for (const preparedStatements of [true, false]) {
-      // A fresh connection, so what is prepared on it is this run's.
+      // Every statement sent on a connection of this pool, in order.
+      const sent: string[] = [];
       const fresh = testPool(server.url, { max: 1 });
+      fresh.on('connect', (client) => {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        (client as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+          sent.push(typeof config === 'string' ? config : String((config as { text?: unknown }).text));
+          return query(config, ...rest);
+        };
+      });
       try {
         const webhooks = new Webhooks({
           secret: SECRET,
@@ -251,20 +258,70 @@ describeWithPostgres('transactional handlers against a real Postgres', () => {
             pruneIntervalMs: false,
           }),
         });
-        webhooks.on('image.created', async (_event, { transaction }) => {
-          const { rows } = await transaction.query<{ n: number }>(
-            "SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'pixhook%'",
-          );
-          seen[String(preparedStatements)] = rows[0]?.n ?? -1;
+        webhooks.on('image.created', async (event, { transaction }) => {
+          await transaction.query(`INSERT INTO ${tables.business} (event_id) VALUES ($1)`, [event.id]);
         });
-        expect((await webhooks.handle(signed())).status).toBe(200);
-        expect((await webhooks.handle(signed())).status).toBe(200);
+        const delivery = signed();
+        expect((await webhooks.handle(delivery)).status).toBe(200);
+        expect(sent).toHaveLength(3);
+        expect(sent[0]).toMatch(/^BEGIN;SELECT pg_try_advisory_xact_lock\(.*\) AS locked;SELECT state FROM /);
+        expect(sent[1]).toContain(`INSERT INTO ${tables.business}`);
+        expect(sent[2]).toMatch(/^INSERT INTO .*;COMMIT$/s);
+        // A duplicate: the first round trip answers it, and a ROLLBACK ends the transaction.
+        sent.length = 0;
+        expect((await webhooks.handle(delivery)).body).toContain('duplicate');
+        expect(sent.map((text) => text.split(';')[0])).toEqual(['BEGIN', 'ROLLBACK']);
+        // An id that cannot be a literal as it is (a quote, a backslash, not ASCII) is never written
+        // into the SQL: it travels as parameters, a statement per round trip as before.
+        const odd = signed({
+          ...createTestEvent('image.created'),
+          id: `evt_o'b\\"; DROP TABLE x; --é_${preparedStatements}`,
+        } as AnyEvent);
+        sent.length = 0;
+        expect((await webhooks.handle(odd)).status).toBe(200);
+        expect(sent.map((text) => text.split(/\s/)[0])).toEqual([
+          'BEGIN',
+          'SELECT',
+          'SELECT',
+          'INSERT',
+          'INSERT',
+          'COMMIT',
+        ]);
+        expect(sent.join('')).not.toContain('DROP');
+        expect((await webhooks.handle(odd)).body).toContain('duplicate');
       } finally {
         await fresh.end();
       }
     }
-    // The lock, the check and (after the first event) the record were prepared; none without.
-    expect(seen).toEqual({ true: 3, false: 0 });
+    expect([...(await rowCounts(pool, tables.business)).values()]).toEqual([1, 1, 1, 1]);
+  });
+
+  it('never runs an event twice when a second instance begins as the first commits (the check sees the commit)', async () => {
+    // The check runs after the lock, in a statement of its own: a check in the lock's statement would
+    // read a snapshot taken before the lock, and could miss the record the lock's previous holder
+    // committed in between, running the event again. Two instances, each event delivered to the
+    // first while the second keeps delivering it until it is no longer in flight.
+    const tables = await freshTables(pool);
+    const other = testPool(server.url, { max: 10 });
+    try {
+      const first = transactional(pool, tables);
+      const second = transactional(other, tables);
+      const events = Array.from({ length: 60 }, () => createTestEvent('image.created'));
+      await Promise.all(
+        events.map(async (event) => {
+          const delivery = signed(event);
+          const running = first.webhooks.handle(delivery);
+          for (;;) {
+            const answer = await second.webhooks.handle(delivery);
+            if (answer.status !== 409) break;
+          }
+          await running;
+        }),
+      );
+      expect(await rowCounts(pool, tables.business)).toEqual(new Map(events.map((event) => [event.id, 1])));
+    } finally {
+      await other.end();
+    }
   });
 
   it('survives idle connections dropped by Postgres on a pool without an error listener', async () => {

@@ -27,8 +27,11 @@ export interface CommitProxy {
   close(): Promise<void>;
 }
 
-/** node-postgres sends `COMMIT` without parameters as a simple query: 'Q', length 11, "COMMIT\0". */
-const COMMIT = Buffer.concat([Buffer.from('Q'), Buffer.from([0, 0, 0, 11]), Buffer.from('COMMIT\0')]);
+/**
+ * The end of a simple query (node-postgres' 'Q' message, text then a NUL) that commits: `COMMIT`
+ * alone, or PostgresTransactions' record and COMMIT sent in one round trip.
+ */
+const COMMIT = Buffer.from('COMMIT\0');
 
 export async function startCommitProxy(postgresPort: number): Promise<CommitProxy> {
   let armed: { fault: CommitFault; seen: () => void; forward: () => void; held: Promise<void> } | undefined;
