@@ -126,21 +126,9 @@ export class CompletedEvents {
     slots[2 * i + 1] = at + 1;
   }
 
-  /** Empties slot `i`, shifting later slots of its probe run back (linear probing, no tombstones). */
+  /** Empties slot `i` of the index (see `removeSlot`). */
   #removeSlot(i: number): void {
-    const slots = this.#slots;
-    const mask = this.#mask;
-    for (let j = (i + 1) & mask; slots[2 * j] !== 0; j = (j + 1) & mask) {
-      const home = (slots[2 * j] as number) & mask;
-      // Slot j may move to the hole at i when its home does not lie cyclically in (i, j].
-      if (i <= j ? home <= i || home > j : home <= i && home > j) {
-        slots[2 * i] = slots[2 * j] as number;
-        slots[2 * i + 1] = slots[2 * j + 1] as number;
-        i = j;
-      }
-    }
-    slots[2 * i] = 0;
-    slots[2 * i + 1] = 0;
+    removeSlot(this.#slots, this.#mask, i);
   }
 
   /**
@@ -176,10 +164,25 @@ export class CompletedEvents {
 }
 
 /** The index's size for `capacity` ids: a power of two, at least twice as many slots. */
-function tableSize(capacity: number): number {
+export function tableSize(capacity: number): number {
   let size = 4;
   while (size < capacity * 2) size *= 2;
   return size;
+}
+
+/** Empties slot `i` of an index table (pairs [hash, position + 1]), shifting later slots of its probe run back (linear probing, no tombstones). */
+export function removeSlot(slots: Int32Array, mask: number, i: number): void {
+  for (let j = (i + 1) & mask; slots[2 * j] !== 0; j = (j + 1) & mask) {
+    const home = (slots[2 * j] as number) & mask;
+    // Slot j may move to the hole at i when its home does not lie cyclically in (i, j].
+    if (i <= j ? home <= i || home > j : home <= i && home > j) {
+      slots[2 * i] = slots[2 * j] as number;
+      slots[2 * i + 1] = slots[2 * j + 1] as number;
+      i = j;
+    }
+  }
+  slots[2 * i] = 0;
+  slots[2 * i + 1] = 0;
 }
 
 /** FNV-1a over the UTF-16 code units, never 0 (0 marks an empty slot). Not a secret: ids are signed data. */

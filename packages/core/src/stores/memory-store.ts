@@ -8,6 +8,7 @@ import {
 } from '../seams/store.js';
 import { assertKnownOptions, describeType } from '../util/option-checks.js';
 import { CompletedEvents, hashOf } from './completed-events.js';
+import { InFlightClaims } from './in-flight-claims.js';
 
 /** Options of `MemoryStore`. */
 export interface MemoryStoreOptions {
@@ -50,15 +51,6 @@ interface Mark {
   expiresAt: number;
 }
 
-/** A claim held while its handlers run. */
-interface InFlight {
-  expiresAt: number;
-  /** The claim's token (core's own calls pass a number: the store lives in this process only). */
-  token: string | number | undefined;
-  /** `hashOf` the event id, computed by the claim and reused by its completion. */
-  hash: number;
-}
-
 /** How often, at most, the store says it forgot events early. */
 const WARN_EVERY_MS = 60_000;
 
@@ -78,11 +70,12 @@ function positiveInteger(value: number | undefined, fallback: number, name: stri
  * new Webhooks({ secret, store: new MemoryStore({ maxEntries: 500_000 }) })
  */
 export class MemoryStore implements IdempotencyStore {
-  // The claims in flight (few: those whose handlers run now) in a Map, and the completed events
-  // (up to maxEntries) in a ring with a compact index (completed-events.ts), in the order they
-  // completed. Completing moves an id from the first to the second: per delivery, the large
-  // structure sees one lookup and one insertion, and no object is allocated for it.
-  readonly #inFlight = new Map<string, InFlight>();
+  // The claims in flight (few: those whose handlers run now) in a small table (in-flight-claims.ts),
+  // and the completed events (up to maxEntries) in a ring with a compact index (completed-events.ts),
+  // in the order they completed. Completing moves an id from the first to the second: per delivery,
+  // the large structure sees one lookup and one insertion, and no object is allocated for either.
+  // (Claim tokens are core's numbers, or the caller's strings.)
+  readonly #inFlight = new InFlightClaims();
   /** The ordering guard's marks, oldest update first (at most maxEntries). */
   readonly #marks = new Map<string, Mark>();
   readonly #completed: CompletedEvents;
@@ -149,37 +142,35 @@ export class MemoryStore implements IdempotencyStore {
     const hash = hashOf(eventId);
     // An expired completion stays in the ring until it is the oldest; it no longer counts.
     if (this.#completed.expiresAfter(eventId, now, hash) !== undefined) return 'completed';
-    const held = this.#inFlight.get(eventId);
-    if (held !== undefined) {
-      if (held.expiresAt > now) return 'in-flight';
-      this.#inFlight.delete(eventId);
+    const held = this.#inFlight.find(eventId, hash);
+    if (held >= 0) {
+      if (this.#inFlight.expiresAt(held) > now) return 'in-flight';
+      this.#inFlight.remove(held);
     }
     // Claims have a bound of their own: making room for one never forgets a completed event.
-    if (this.#inFlight.size >= this.#maxEntries) this.#dropExpiredClaims(now);
+    if (this.#inFlight.size >= this.#maxEntries) this.#inFlight.dropExpired(now);
     if (this.#inFlight.size >= this.#maxEntries) {
       throw new Error(
         `pixhook: MemoryStore is full: ${this.#maxEntries} events are being processed at once (maxEntries); raise maxEntries.`,
       );
     }
-    this.#inFlight.set(eventId, { expiresAt: now + this.inFlightTtlMs, token, hash });
+    this.#inFlight.add(eventId, hash, token, now + this.inFlightTtlMs);
     return 'claimed';
   }
 
   [completeNow](eventId: string, token?: string | number): void {
     const now = this.#time();
-    const held = this.#inFlight.get(eventId);
-    if (held !== undefined && held.expiresAt > now && held.token !== token) {
+    const hash = hashOf(eventId);
+    const held = this.#inFlight.find(eventId, hash);
+    if (held >= 0 && this.#inFlight.expiresAt(held) > now && this.#inFlight.token(held) !== token) {
       throw new Error(
         `pixhook: MemoryStore: event ${eventId} was not marked completed: its claim expired while the handlers ran (inFlightTtlMs is ${this.inFlightTtlMs} ms) and another delivery holds it now.`,
       );
     }
-    let hash: number;
-    if (held !== undefined) {
-      this.#inFlight.delete(eventId);
-      hash = held.hash;
-    } else {
-      hash = hashOf(eventId);
-      if (this.#completed.expiresAfter(eventId, now, hash) !== undefined) return;
+    if (held >= 0) {
+      this.#inFlight.remove(held);
+    } else if (this.#completed.expiresAfter(eventId, now, hash) !== undefined) {
+      return;
     }
     // Full: the oldest completed event makes room (one, so the last maxEntries stay remembered).
     if (this.#completed.size >= this.#maxEntries) this.#forgetOldest(now);
@@ -187,9 +178,9 @@ export class MemoryStore implements IdempotencyStore {
   }
 
   [releaseNow](eventId: string, token?: string | number): void {
-    const held = this.#inFlight.get(eventId);
+    const held = this.#inFlight.find(eventId, hashOf(eventId));
     // Only the caller's own claim: a run whose claim expired must not free a later delivery's.
-    if (held !== undefined && held.token === token) this.#inFlight.delete(eventId);
+    if (held >= 0 && this.#inFlight.token(held) === token) this.#inFlight.remove(held);
   }
 
   async advance(key: string, version: number, eventId: string): Promise<OrderingResult> {
@@ -215,9 +206,10 @@ export class MemoryStore implements IdempotencyStore {
 
   async extend(eventId: string, token?: string): Promise<boolean> {
     const now = this.#time();
-    const held = this.#inFlight.get(eventId);
-    if (held === undefined || held.token !== token || held.expiresAt <= now) return false;
-    held.expiresAt = now + this.inFlightTtlMs;
+    const claims = this.#inFlight;
+    const held = claims.find(eventId, hashOf(eventId));
+    if (held < 0 || claims.token(held) !== token || claims.expiresAt(held) <= now) return false;
+    claims.renew(held, now + this.inFlightTtlMs);
     return true;
   }
 
@@ -237,13 +229,6 @@ export class MemoryStore implements IdempotencyStore {
     this.#forgottenAge = Number.POSITIVE_INFINITY;
     this.#lastWarning = now;
     return warning;
-  }
-
-  /** Drops the claims whose time has passed (their runs died, or outlived inFlightTtlMs unrenewed). */
-  #dropExpiredClaims(now: number): void {
-    for (const [id, held] of this.#inFlight) {
-      if (held.expiresAt <= now) this.#inFlight.delete(id);
-    }
   }
 
   /** Drops the oldest completed event before its time, counting it for the warning. */
