@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import {
   type BeginOptions,
   type BegunEvent,
@@ -9,7 +10,18 @@ import {
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import { assertPool, type CheckedOut, Database, PostgresTimeoutError } from './database.js';
 import { type PostgresTransactionsOptions, resolveOptions } from './options.js';
-import { plainLiteral, transactionScripts } from './sql.js';
+import { type PreparedNames, plainLiteral, statements, transactionScripts } from './sql.js';
+
+/**
+ * The statements each connection has prepared by SQL `PREPARE` (`transactionScripts().prepare`), by
+ * its client: a connection the pool replaces is a new client, with none.
+ */
+const preparedOn = new WeakMap<object, Set<string>>();
+/**
+ * In every name this copy of the package prepares: two copies in one process (its ES module and
+ * CommonJS builds) never prepare one name twice on a shared connection.
+ */
+const COPY = randomBytes(4).toString('hex');
 
 const COMPLETED: BegunEvent<PoolClient> = { state: 'completed' };
 const IN_FLIGHT: BegunEvent<PoolClient> = { state: 'in-flight' };
@@ -67,6 +79,7 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
   readonly #db: Database;
   readonly #lockPrefix: string;
   readonly #scripts: ReturnType<typeof transactionScripts>;
+  readonly #prepared: PreparedNames | undefined;
 
   /**
    * @param pool - a node-postgres `Pool`: each event in progress holds one of its connections
@@ -77,7 +90,15 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
     assertPool('PostgresTransactions', pool);
     this.#db = new Database(pool, resolveOptions('PostgresTransactions', options));
     this.#lockPrefix = `${this.#db.options.table.qualified}:`;
-    this.#scripts = transactionScripts(this.#db.options.table);
+    const { table, preparedStatements } = this.#db.options;
+    if (preparedStatements) {
+      // Named by the statements' text (and so the table): two tables never share a name.
+      const { lock, check, record } = statements(table);
+      const hash = createHash('sha256').update(`${lock};${check};${record}`).digest('hex');
+      const name = (step: string) => `pixhook_${step}_${hash.slice(0, 16)}_${COPY}`;
+      this.#prepared = { lock: name('lock'), check: name('check'), record: name('record') };
+    }
+    this.#scripts = transactionScripts(table, this.#prepared);
   }
 
   /**
@@ -152,7 +173,7 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
             // One round trip: the record, then COMMIT (which Postgres skips when the record fails).
             const answers = (await db.queryOn(
               connection,
-              this.#scripts.commit(literal, db.options.completedTtlMs),
+              this.#scripts.commit(literal, db.options.completedTtlMs, this.#isPrepared(connection.client)),
               [],
               'recording the event and COMMIT',
             )) as unknown as QueryResult[];
@@ -202,20 +223,34 @@ export class PostgresTransactions implements EventTransactions<PoolClient> {
     const lockLiteral = plainLiteral(lockText);
     const idLiteral = plainLiteral(eventId);
     if (lockLiteral !== undefined && idLiteral !== undefined) {
+      const client = connection.client;
+      const prepare = this.#prepared === undefined || this.#isPrepared(client) ? '' : this.#scripts.prepare;
       const answers = (await db.queryOn(
         connection,
-        this.#scripts.begin(lockLiteral, idLiteral, !replay),
+        prepare + this.#scripts.begin(lockLiteral, idLiteral, !replay),
         [],
         'BEGIN, the lock and the check',
       )) as unknown as QueryResult[];
-      if ((answers[1]?.rows[0] as { locked?: boolean } | undefined)?.locked !== true) return 'in-flight';
-      return (answers[2]?.rows[0] as { state?: string } | undefined)?.state;
+      if (prepare !== '' && this.#prepared !== undefined) {
+        const names = preparedOn.get(client) ?? new Set<string>();
+        names.add(this.#prepared.record);
+        preparedOn.set(client, names);
+      }
+      // The PREPAREs' answers come first.
+      const at = prepare === '' ? 0 : 3;
+      if ((answers[at + 1]?.rows[0] as { locked?: boolean } | undefined)?.locked !== true) return 'in-flight';
+      return (answers[at + 2]?.rows[0] as { state?: string } | undefined)?.state;
     }
     await db.queryOn(connection, 'BEGIN', [], 'BEGIN');
     const lock = await db.queryOn<{ locked: boolean }>(connection, db.sql.lock, [lockText], 'lock');
     if (lock.rows[0]?.locked !== true) return 'in-flight';
     if (replay) return undefined;
     return (await db.queryOn<{ state: string }>(connection, db.sql.check, [eventId], 'check')).rows[0]?.state;
+  }
+
+  /** True when `client`'s connection has this table's statements prepared (SQL `PREPARE`). */
+  #isPrepared(client: object): boolean {
+    return this.#prepared !== undefined && (preparedOn.get(client)?.has(this.#prepared.record) ?? false);
   }
 
   /**

@@ -98,9 +98,19 @@ export function plainLiteral(value: string): string | undefined {
  * protocol has no parameters: the values are `plainLiteral`s (their callers send any other value
  * as parameters, one statement per round trip).
  */
-export function transactionScripts(table: TableName) {
+export function transactionScripts(table: TableName, names?: PreparedNames) {
   const t = table.qualified;
+  const sql = statements(table);
   return {
+    /**
+     * With `names`: prepares `lock`, `check` and `record` under them (SQL `PREPARE`, for this
+     * session), sent before the first `begin` on each connection. Postgres then parses and plans
+     * them once per connection, not per event.
+     */
+    prepare:
+      names === undefined
+        ? ''
+        : `PREPARE ${names.lock}(text) AS ${sql.lock};PREPARE ${names.check}(text) AS ${sql.check};PREPARE ${names.record}(text, bigint) AS ${sql.record};`,
     /**
      * Opens the event's transaction: `BEGIN`, the lock without waiting (`lock`), and, unless
      * `check` is false (a replay), the event's live row. The check is a statement of its own, after
@@ -109,17 +119,28 @@ export function transactionScripts(table: TableName) {
      * the lock, and could miss a record committed in between.)
      */
     begin: (lockText: string, eventId: string, check: boolean) =>
-      `BEGIN;SELECT pg_try_advisory_xact_lock(hashtextextended(${lockText}, 0)) AS locked${
-        check ? `;SELECT state FROM ${t} WHERE event_id = ${eventId} AND expires_at > now()` : ''
-      }`,
+      names === undefined
+        ? `BEGIN;SELECT pg_try_advisory_xact_lock(hashtextextended(${lockText}, 0)) AS locked${
+            check ? `;SELECT state FROM ${t} WHERE event_id = ${eventId} AND expires_at > now()` : ''
+          }`
+        : `BEGIN;EXECUTE ${names.lock}(${lockText})${check ? `;EXECUTE ${names.check}(${eventId})` : ''}`,
     /**
      * `record` and `COMMIT`: Postgres skips the COMMIT when the INSERT fails (the transaction stays
-     * aborted, and the connection is closed).
+     * aborted, and the connection is closed). `prepared`: `record` is prepared on this connection.
      */
-    commit: (eventId: string, completedTtlMs: number) =>
-      `INSERT INTO ${t} AS t (event_id, state, token, expires_at) VALUES (${eventId}, 'completed', NULL, now() + ${Math.trunc(completedTtlMs)}::bigint * interval '1 millisecond')
+    commit: (eventId: string, completedTtlMs: number, prepared: boolean) =>
+      names !== undefined && prepared
+        ? `EXECUTE ${names.record}(${eventId}, ${Math.trunc(completedTtlMs)});COMMIT`
+        : `INSERT INTO ${t} AS t (event_id, state, token, expires_at) VALUES (${eventId}, 'completed', NULL, now() + ${Math.trunc(completedTtlMs)}::bigint * interval '1 millisecond')
 ON CONFLICT (event_id) DO UPDATE SET state = 'completed', token = NULL, expires_at = EXCLUDED.expires_at, updated_at = now();COMMIT`,
   } as const;
+}
+
+/** The names `transactionScripts` prepares its statements under (plain lower-case identifiers). */
+export interface PreparedNames {
+  readonly lock: string;
+  readonly check: string;
+  readonly record: string;
 }
 
 /** The statements of a store on `table`. */

@@ -258,15 +258,32 @@ describeWithPostgres('transactional handlers against a real Postgres', () => {
             pruneIntervalMs: false,
           }),
         });
+        let prepared = -1;
         webhooks.on('image.created', async (event, { transaction }) => {
           await transaction.query(`INSERT INTO ${tables.business} (event_id) VALUES ($1)`, [event.id]);
+          const { rows } = await transaction.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'pixhook%'",
+          );
+          prepared = rows[0]?.n ?? -1;
         });
         const delivery = signed();
         expect((await webhooks.handle(delivery)).status).toBe(200);
-        expect(sent).toHaveLength(3);
-        expect(sent[0]).toMatch(/^BEGIN;SELECT pg_try_advisory_xact_lock\(.*\) AS locked;SELECT state FROM /);
-        expect(sent[1]).toContain(`INSERT INTO ${tables.business}`);
-        expect(sent[2]).toMatch(/^INSERT INTO .*;COMMIT$/s);
+        // BEGIN, the lock and the check; the handler's two queries; the record and COMMIT.
+        expect(sent).toHaveLength(4);
+        if (preparedStatements) {
+          // Prepared (SQL PREPARE) in the first round trip on the connection, then executed.
+          expect(sent[0]).toMatch(
+            /^PREPARE pixhook_lock_\w+\(text\) AS SELECT pg_try_advisory_xact_lock\(.*;BEGIN;EXECUTE pixhook_lock_\w+\('.*'\);EXECUTE pixhook_check_\w+\('evt_\w+'\)$/s,
+          );
+          expect(sent[3]).toMatch(/^EXECUTE pixhook_record_\w+\('evt_\w+', \d+\);COMMIT$/);
+        } else {
+          expect(sent[0]).toMatch(/^BEGIN;SELECT pg_try_advisory_xact_lock\(.*\) AS locked;SELECT state FROM /);
+          expect(sent[3]).toMatch(/^INSERT INTO .*;COMMIT$/s);
+        }
+        expect(prepared).toBe(preparedStatements ? 3 : 0);
+        sent.length = 0;
+        expect((await webhooks.handle(signed())).status).toBe(200);
+        expect(sent[0]).toMatch(preparedStatements ? /^BEGIN;EXECUTE pixhook_lock_/ : /^BEGIN;SELECT/);
         // A duplicate: the first round trip answers it, and a ROLLBACK ends the transaction.
         sent.length = 0;
         expect((await webhooks.handle(delivery)).body).toContain('duplicate');
@@ -284,6 +301,7 @@ describeWithPostgres('transactional handlers against a real Postgres', () => {
           'SELECT',
           'SELECT',
           'INSERT',
+          'SELECT',
           'INSERT',
           'COMMIT',
         ]);
@@ -293,7 +311,7 @@ describeWithPostgres('transactional handlers against a real Postgres', () => {
         await fresh.end();
       }
     }
-    expect([...(await rowCounts(pool, tables.business)).values()]).toEqual([1, 1, 1, 1]);
+    expect([...(await rowCounts(pool, tables.business)).values()]).toEqual([1, 1, 1, 1, 1, 1]);
   });
 
   it('never runs an event twice when a second instance begins as the first commits (the check sees the commit)', async () => {
