@@ -26,14 +26,15 @@ export interface PostgresTransactionsOptions extends TableOptions {
    */
   completedTtlMs?: number;
   /**
-   * Longest wait, in ms, for each of pixhook's own steps: a connection from the pool, `BEGIN`, the
-   * lock, the check, the record and `COMMIT`. Past it the delivery answers 503 `STORE_UNAVAILABLE`
-   * (the connection is closed, so Postgres rolls back whatever was open) and the service retries;
-   * a `COMMIT` that timed out or lost its connection is read back on another connection for up to
-   * `timeoutMs` more (200 when the event's record is there, 503 when it is absent or unknown):
-   * without it, a pool waiting for a connection to a Postgres that is away would hold the request
-   * past the service's 10-second deadline. The handlers' own queries are not bounded by it. At most
-   * 9_000.
+   * Longest wait, in ms, for each of pixhook's own steps: a connection from the pool, the round trip
+   * of `BEGIN`, the lock and the check, and that of the record and `COMMIT` (for `PostgresStore`:
+   * each call, from when it is made, including its wait for a statement it can share). Past it the
+   * delivery answers 503 `STORE_UNAVAILABLE` (the connection is closed, so Postgres rolls back
+   * whatever was open) and the service retries; a `COMMIT` that timed out or lost its connection is
+   * read back on another connection for up to `timeoutMs` more (200 when the event's record is
+   * there, 503 when it is absent or unknown): without it, a pool waiting for a connection to a
+   * Postgres that is away would hold the request past the service's 10-second deadline. The
+   * handlers' own queries are not bounded by it. At most 9_000.
    * @default 2_000
    */
   timeoutMs?: number;
