@@ -10,6 +10,7 @@ import { RedisArchive, RedisStore } from '@pixhook/redis';
 import { ADAPTERS, type Client } from '@pixhook/test-helpers/adapters';
 import { describeWithRedisCluster, type RedisCluster, startRedisCluster } from '@pixhook/test-helpers/redis-cluster';
 import { Cluster } from 'ioredis';
+import { Cluster as Cluster6 } from 'ioredis6';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const SECRET = 'whsec_redis_cluster_1a2b3c';
@@ -28,6 +29,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, ms =
 describeWithRedisCluster('on a Redis Cluster (ioredis Cluster)', () => {
   let cluster: RedisCluster;
   let client: Cluster;
+  let client6: Cluster6;
   let masters: number[];
 
   beforeAll(async () => {
@@ -35,11 +37,15 @@ describeWithRedisCluster('on a Redis Cluster (ioredis Cluster)', () => {
     client = new Cluster(cluster.startupNodes);
     client.on('error', () => {});
     await client.ping();
+    client6 = new Cluster6(cluster.startupNodes);
+    client6.on('error', () => {});
+    await client6.ping();
     masters = (await cluster.topology()).filter((node) => node.role === 'master').map((node) => node.port);
     expect(masters).toHaveLength(3);
   });
   afterAll(async () => {
     client?.disconnect();
+    client6?.disconnect();
     await cluster?.close();
   });
 
@@ -55,34 +61,40 @@ describeWithRedisCluster('on a Redis Cluster (ioredis Cluster)', () => {
   }
 
   describe('RedisStore', () => {
-    it('claims, extends, completes and releases events whose keys are on each of the three masters', async () => {
-      const prefix = `cluster-store-${globalThis.crypto.randomUUID().slice(0, 8)}:`;
-      const store = new RedisStore(client, { prefix, inFlightTtlMs: 60_000 });
-      expect(store.clientKind).toBe('ioredis');
-      const byMaster = await idsOnEveryMaster(prefix, 2);
-      for (const [port, [completed, released]] of byMaster) {
-        const [a, b] = [newToken(), newToken()];
-        expect(await store.claim(completed!, a)).toBe('claimed');
-        expect(await store.claim(completed!, b)).toBe('in-flight');
-        expect(await store.extend(completed!, a)).toBe(true);
-        expect(await store.extend(completed!, b)).toBe(false);
-        await store.complete(completed!, a);
-        expect(await store.claim(completed!, b)).toBe('completed');
-        // The key is on that master, and nowhere else: asked directly, the master holds it.
-        expect(await cluster.command(port, 'GET', prefix + completed)).toBe('completed');
-        const ttl = Number(await cluster.command(port, 'PTTL', prefix + completed));
-        expect(ttl).toBeGreaterThan(0);
+    it.each([
+      ['ioredis@5', () => client],
+      ['ioredis@6', () => client6 as unknown as Cluster],
+    ])(
+      '%s: claims, extends, completes and releases events whose keys are on each of the three masters',
+      async (_, of) => {
+        const prefix = `cluster-store-${globalThis.crypto.randomUUID().slice(0, 8)}:`;
+        const store = new RedisStore(of(), { prefix, inFlightTtlMs: 60_000 });
+        expect(store.clientKind).toBe('ioredis');
+        const byMaster = await idsOnEveryMaster(prefix, 2);
+        for (const [port, [completed, released]] of byMaster) {
+          const [a, b] = [newToken(), newToken()];
+          expect(await store.claim(completed!, a)).toBe('claimed');
+          expect(await store.claim(completed!, b)).toBe('in-flight');
+          expect(await store.extend(completed!, a)).toBe(true);
+          expect(await store.extend(completed!, b)).toBe(false);
+          await store.complete(completed!, a);
+          expect(await store.claim(completed!, b)).toBe('completed');
+          // The key is on that master, and nowhere else: asked directly, the master holds it.
+          expect(await cluster.command(port, 'GET', prefix + completed)).toBe('completed');
+          const ttl = Number(await cluster.command(port, 'PTTL', prefix + completed));
+          expect(ttl).toBeGreaterThan(0);
 
-        expect(await store.claim(released!, a)).toBe('claimed');
-        await store.release(released!, b); // not b's claim: stays
-        expect(await store.claim(released!, b)).toBe('in-flight');
-        await store.release(released!, a);
-        expect(await cluster.command(port, 'EXISTS', prefix + released)).toBe(0);
-        expect(await store.claim(released!, b)).toBe('claimed');
-      }
-      expect(store.pendingCompletions).toBe(0);
-      expect(store.pendingReleases).toBe(0);
-    });
+          expect(await store.claim(released!, a)).toBe('claimed');
+          await store.release(released!, b); // not b's claim: stays
+          expect(await store.claim(released!, b)).toBe('in-flight');
+          await store.release(released!, a);
+          expect(await cluster.command(port, 'EXISTS', prefix + released)).toBe(0);
+          expect(await store.claim(released!, b)).toBe('claimed');
+        }
+        expect(store.pendingCompletions).toBe(0);
+        expect(store.pendingReleases).toBe(0);
+      },
+    );
 
     it('advances ordering marks on each master', async () => {
       const prefix = `cluster-order-${globalThis.crypto.randomUUID().slice(0, 8)}:`;
