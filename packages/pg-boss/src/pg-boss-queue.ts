@@ -192,6 +192,9 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
   readonly #batches: Batcher<{ id: string; data: QueuedDelivery }>;
   /** The Postgres channel notified when jobs are queued, which workers listen on. */
   readonly #channel: string;
+  /** A notification to the workers is in flight; and whether jobs were queued since it was sent. */
+  #announcing = false;
+  #announceAgain = false;
   #ready: Promise<void> | undefined;
   #fallbackListener: ((error: Error) => void) | undefined;
 
@@ -294,7 +297,6 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
         retryBackoff,
         expireInSeconds,
         this.#keepUntil(),
-        this.#channel,
       ]);
       if (rows === undefined) throw this.#notStarted();
       [row] = rows as { queue: boolean; inserted: number }[];
@@ -315,8 +317,37 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
       );
       return jobs.map(() => error);
     }
-    if (row.inserted > 0) for (const worker of this.#workers) worker.wake();
+    if (row.inserted > 0) {
+      for (const worker of this.#workers) worker.wake();
+      this.#announce();
+    }
     return jobs.map(() => undefined);
+  }
+
+  /**
+   * Notifies the workers of every instance (their `listen`) that jobs were queued, after the
+   * commit, without delaying any answer: at most one notification in flight per queue, and one more
+   * after it when jobs were queued meanwhile, so a burst of batches sends few. One that fails is
+   * dropped: the workers poll.
+   */
+  #announce(): void {
+    if (this.#announcing) {
+      this.#announceAgain = true;
+      return;
+    }
+    this.#announcing = true;
+    void (async () => {
+      try {
+        do {
+          this.#announceAgain = false;
+          await this.#prepared(this.#statements.notify, [this.#channel]);
+        } while (this.#announceAgain);
+      } catch {
+        // A lost notification costs time only: the workers poll every pollingIntervalMs.
+      } finally {
+        this.#announcing = false;
+      }
+    })();
   }
 
   /**

@@ -29,15 +29,14 @@ export function pgBossStatements(schema: string) {
     /**
      * A batch of deliveries' jobs in one statement (one round trip, one commit). $2 a JSON array of
      * `{ id, data }`, $3 retry limit, $4 retry delay (s), $5 retry backoff, $6 expiration (s), $7
-     * the boss's retention (\`keepUntil\`: an interval, or null), $8 the channel to notify.
+     * the boss's retention (\`keepUntil\`: an interval, or null).
      *
      * Each job as pg-boss's `send()` inserts it (its `insertJob`: the queue's dead letter and
      * policy, \`keep_until\` from the queue's retention, else the boss's, else 14 days), `ON CONFLICT
      * DO NOTHING` on the queue and id, except the ids pg-boss's archive holds (a re-delivery of an
      * event done and archived adds nothing). An id twice in the
      * batch is inserted once. `queue`: false when the queue does not exist (nothing is inserted:
-     * pg-boss's insert joins the queue table). The channel is notified (once: Postgres folds
-     * identical notifications of a transaction) when a job was inserted, at commit.
+     * pg-boss's insert joins the queue table). No notification here: see `notify`.
      */
     enqueue: `WITH input AS (
   SELECT DISTINCT ON (id) id, data, ord FROM (
@@ -60,8 +59,15 @@ export function pgBossStatements(schema: string) {
   ON CONFLICT DO NOTHING
   RETURNING id
 )
-SELECT EXISTS (SELECT 1 FROM q) AS queue, (SELECT count(*) FROM inserted)::int AS inserted,
-  (SELECT count(*) FROM (SELECT pg_notify($8, '') FROM (SELECT 1 FROM inserted LIMIT 1) one) n)::int AS notified`,
+SELECT EXISTS (SELECT 1 FROM q) AS queue, (SELECT count(*) FROM inserted)::int AS inserted`,
+
+    /**
+     * $1 the channel: tells the workers listening that jobs were queued. A statement of its own,
+     * after the jobs' commit: a NOTIFY in the insert's transaction would hold Postgres' notification
+     * lock through that commit's WAL flush, so concurrent batches would commit one flush after
+     * another instead of sharing one; alone it writes no WAL and waits for no flush.
+     */
+    notify: `SELECT pg_notify($1, '')`,
 
     /**
      * $2 most jobs: takes the next jobs ready to run, as pg-boss's `fetch()` does (state `active`,

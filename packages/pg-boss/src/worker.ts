@@ -287,6 +287,8 @@ export function startPgBossWorker(
     : undefined;
   /** Slots asked for by a fetch in flight (the loop's, or a completion's): not free. */
   let reserved = 0;
+  /** The loop was woken (jobs announced) while no slot was free. */
+  let wokenWhileFull = false;
   // The outcomes of jobs that succeeded, completed a batch at a time: one statement for those that
   // end together, which also fetches jobs for the slots free then (one round trip and one commit
   // where a completion and a fetch were two). Each answers whether it was still active (else
@@ -428,19 +430,27 @@ export function startPgBossWorker(
       .catch((error: unknown) => reportEngine(error, `failed running job ${job.id}`))
       .finally(() => {
         running.delete(entry);
-        // A completion that fetched for the free slots leaves nothing for the loop to do now.
-        if (!entry.refilled) wake();
+        // A completion that fetched for the free slots leaves nothing for the loop to do now, unless
+        // the loop was woken meanwhile with no slot free (jobs queued after that fetch's snapshot).
+        if (!entry.refilled || wokenWhileFull) {
+          wokenWhileFull = false;
+          wake();
+        }
       });
   };
 
   const loop = async () => {
     while (!stopping) {
+      const wasWoken = woken;
       woken = false;
       const free = options.concurrency - running.size - reserved;
       if (free <= 0) {
+        // Jobs were announced while every slot was taken: the next job to end wakes the loop.
+        if (wasWoken) wokenWhileFull = true;
         await pause(options.pollingIntervalMs);
         continue;
       }
+      wokenWhileFull = false;
       let jobs: PgBossFetchedJob[] = [];
       reserved += free;
       try {
