@@ -28,6 +28,21 @@ function probeCli(): string | undefined {
   return undefined;
 }
 
+/** The major version of redis-server (`--cluster-port` came with 7), 0 when unknown. */
+function serverMajor(): number {
+  const result = spawnSync(SERVER, ['--version'], { encoding: 'utf8' });
+  return Number(/v=(\d+)\./.exec(result.stdout ?? '')?.[1] ?? 0);
+}
+
+/** True when nothing listens on 127.0.0.1:`port` now. */
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
 /** Why a Redis Cluster cannot be started here, or undefined when it can. */
 export const redisClusterUnavailable = redisUnavailable ?? probeCli();
 
@@ -221,10 +236,13 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   // Each node's cluster bus port, chosen free too (by default it is port + 10,000: maybe taken,
   // maybe in the ephemeral range).
   const busPorts = new Map<number, number>();
-  for (let i = 0; i < masters * (1 + replicas); i += 1) {
+  const ownBusPort = serverMajor() >= 7;
+  while (ports.length < masters * (1 + replicas)) {
     const port = await freePort();
+    if (ownBusPort) busPorts.set(port, await freePort());
+    // Before Redis 7 the bus port is always port + 10,000: it must be free too.
+    else if (port + 10_000 > 65_535 || !(await isFree(port + 10_000))) continue;
     ports.push(port);
-    busPorts.set(port, await freePort());
   }
   const children = new Map<number, ChildProcess>();
 
@@ -244,8 +262,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       'no',
       '--cluster-enabled',
       'yes',
-      '--cluster-port',
-      String(busPorts.get(port)),
+      ...(ownBusPort ? ['--cluster-port', String(busPorts.get(port))] : []),
       '--cluster-config-file',
       join(dir, `nodes-${port}.conf`),
       '--cluster-node-timeout',
@@ -304,6 +321,13 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         0,
       );
       if (covered !== 16_384) return `node ${port} sees ${covered} of 16384 slots served`;
+      // Gossip has told it every running replica's role and master.
+      const replicasSeen = nodes.filter(
+        (node) => node.role === 'replica' && node.masterId !== undefined && children.has(node.port) && !node.failing,
+      );
+      if (replicasSeen.length !== running().length - masters) {
+        return `node ${port} sees ${replicasSeen.length} of ${running().length - masters} running replicas`;
+      }
       views.push(
         serving
           .map((node) => node.port)
