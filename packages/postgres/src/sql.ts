@@ -164,10 +164,12 @@ SELECT state FROM ${t} WHERE event_id = $1 AND NOT EXISTS (SELECT 1 FROM claimed
     /**
      * $1 event ids, $2 tokens (distinct ids, in the order their rows are locked), $3 in-flight ms:
      * `claim` for many events at once, one row per id, in order. Group commit: concurrent claims
-     * share one round trip and one commit.
+     * share one round trip and one commit. The arrays are read through `(SELECT $n)`: Postgres then
+     * plans for no particular length, and keeps one generic plan per connection instead of planning
+     * each call again for its length (about half the statement's CPU for a few rows).
      */
     claimMany: `WITH input AS (
-  SELECT i.event_id, i.token, i.n FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(event_id, token, n)
+  SELECT i.event_id, i.token, i.n FROM unnest((SELECT $1::text[]), (SELECT $2::text[])) WITH ORDINALITY AS i(event_id, token, n)
 ), claimed AS (
   INSERT INTO ${t} AS t (event_id, state, token, expires_at)
   SELECT event_id, 'in-flight', token, ${after('$3')} FROM input ORDER BY n
@@ -197,7 +199,7 @@ SELECT (SELECT count(*) FROM done)::int AS done, (SELECT state FROM ${t} WHERE e
      * requires `state = 'in-flight'`).
      */
     completeMany: `WITH input AS (
-  SELECT i.event_id, i.token, i.n FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(event_id, token, n)
+  SELECT i.event_id, i.token, i.n FROM unnest((SELECT $1::text[]), (SELECT $2::text[])) WITH ORDINALITY AS i(event_id, token, n)
 ), done AS (
   INSERT INTO ${t} AS t (event_id, state, token, expires_at)
   SELECT event_id, 'completed', token, ${after('$3')} FROM input ORDER BY n
