@@ -1,6 +1,9 @@
 import { describeType } from '@pixhook/core';
 
-/** The part of an `ioredis` client (`new Redis()`) that `RedisStore` uses. */
+/**
+ * The part of an `ioredis` client that `RedisStore` uses: a `new Redis()`, or a `new Cluster([...])`
+ * for Redis Cluster (it routes each command, scripts included, to the master of its first key).
+ */
 export interface IoRedisClientLike {
   readonly status: string;
   call(command: string, ...args: string[]): Promise<unknown>;
@@ -48,9 +51,10 @@ export function commandSender(
     'masters' in candidate &&
     typeof (candidate as { getSlotMaster?: unknown }).getSlotMaster === 'function'
   ) {
-    // Its sendCommand takes (firstKey, isReadonly, args): ours would be misrouted.
+    // Its sendCommand takes (firstKey, isReadonly, args): ours would be misrouted. An ioredis
+    // Cluster routes by the command's keys itself, and is taken above.
     throw new TypeError(
-      `pixhook: ${owner}: node-redis cluster clients (createCluster) are not supported; pass a client from createClient(), or an ioredis client.`,
+      `pixhook: ${owner}: node-redis cluster clients (createCluster) are not supported; pass a client from createClient(), or an ioredis client (new Cluster([...]) for Redis Cluster).`,
     );
   }
   if (candidate && typeof candidate.sendCommand === 'function' && typeof candidate.isOpen === 'boolean') {

@@ -35,6 +35,9 @@ const MARK = 'order:';
  * import { Redis } from 'ioredis'
  * const webhooks = new Webhooks({ secret, store: new RedisStore(new Redis(process.env.REDIS_URL), { prefix: 'pixhook:' }) })
  * @example
+ * import { Cluster } from 'ioredis' // Redis Cluster: each event's key goes to the master of its slot
+ * const store = new RedisStore(new Cluster([{ host: 'redis-1', port: 6379 }]), { prefix: 'pixhook:' })
+ * @example
  * import { createClient } from 'redis'
  * const redis = await createClient({ url: process.env.REDIS_URL }).on('error', log).connect()
  * const webhooks = new Webhooks({ secret, store: new RedisStore(redis) })
