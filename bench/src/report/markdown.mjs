@@ -265,6 +265,7 @@ export function markdown(results, targetList, settings) {
     '  delivery here. The ratio is against a `MemoryStore` that issue 9 made cheaper, which lowers it.',
     ...queuedNote(results),
     ...postgresNote(results.http),
+    ...pgBossNote(results.http),
     '- **Memory.** While handlers run, each delivery keeps its parsed event (~1.6 MiB of heap for a 1 MiB body of',
     '  many small objects); the Buffers still referenced after a full GC stay below half a body per delivery, so',
     '  no copy of the raw bytes is kept. The peak adds the body buffer and its decoded string, which the GC',
@@ -741,6 +742,39 @@ function postgresSection(http) {
       '',
     ];
   }
+}
+
+/**
+ * The pg-boss note of "Reading the targets": what a queued delivery costs on each side, and why the
+ * answer's p99 at the fixed rate is set by Postgres' WAL flush (one per commit) and the machine.
+ */
+function pgBossNote(http) {
+  const rows = (http?.rows ?? []).filter((r) => r.id.endsWith('+pg-boss'));
+  if (rows.length === 0) return [];
+  const figure = (list, pick, digits = 0) => range(list.map(pick), digits);
+  const fixedRows = http.fixed?.rows ?? [];
+  const at = (store) => fixedRows.filter((r) => r.store === store);
+  const fixedLine = (store, label) =>
+    at(store).length
+      ? `${label} ${figure(at(store), (r) => r.p50.median, 1)} and ${figure(at(store), (r) => r.p99.median, 1)} ms`
+      : undefined;
+  const fixed = [
+    fixedLine('pg-boss', 'queued on pg-boss'),
+    fixedLine('postgres', 'inline with `PostgresStore`'),
+    fixedLine('memory', 'inline with `MemoryStore`'),
+  ].filter(Boolean);
+  return [
+    `- **Queued on pg-boss.** Per delivery: the server ${figure(rows, (r) => r.cpuPerRequest.median)} µs of CPU and`,
+    `  ${figure(rows, (r) => r.queriesPerRequest.median, 2)} statements (its deliveries' jobs are written a batch per statement, with a notification to the workers`,
+    `  after each commit), the worker ${figure(rows, (r) => r.queued.workerCpuPerJob.median)} µs and ${figure(rows, (r) => r.workerQueriesPerJob?.median ?? Number.NaN, 2)} statements per job (a`,
+    '  completion and the fetch of as many jobs in one statement), Postgres',
+    `  ${figure(rows, (r) => (r.postgresCpuPerJob ?? r.postgresCpuPerRequest).median)} µs until the jobs had run. Every batch is a commit, and a commit waits`,
+    "  for its WAL flush (`fsync` on, as in production): on this machine's disk `pg_test_fsync` measured",
+    '  1.5–4.4 ms per `fdatasync` (2026-11-26), and the machine is shared, so the answer cannot come before',
+    `  one flush. At the fixed rate the p50 and p99 (median of the rounds) were: ${fixed.join('; ')}.`,
+    '  The 5 ms p99 needs a flush well under that, with room for the tail: a faster disk, or commits that do',
+    '  not wait for their flush (`synchronous_commit = off`, which gives up the 202 only once stored).',
+  ];
 }
 
 /** The Postgres note of "Reading the targets": what the Postgres rows cost, and what dominates it. */
