@@ -73,7 +73,7 @@ export interface PgBossQueueOptions {
    * each delivery's job on its own.
    * @default 100
    */
-  maxBatchSize?: number;
+  batchSize?: number;
   /**
    * Most batches of jobs being written at once by this queue (each holds one connection of the
    * boss's pool while it is written); deliveries that arrive meanwhile wait and go out together as
@@ -81,6 +81,14 @@ export interface PgBossQueueOptions {
    * @default 4
    */
   maxBatchesInFlight?: number;
+  /**
+   * Send pixhook's frequent statements (a batch's insert, the workers' fetch and completion) as
+   * named prepared statements, prepared once per connection of the boss's pool instead of parsed
+   * and planned on every call. Set `false` behind a pooler that cannot keep them, such as PgBouncer
+   * before 1.21 in transaction mode (with a boss given your own `db`, they are never prepared).
+   * @default true
+   */
+  preparedStatements?: boolean;
 }
 
 /** Options of `queue.startWorker(webhooks, …)`. */
@@ -125,8 +133,9 @@ export interface ResolvedPgBossQueueOptions {
   backoff: { type: 'exponential' | 'fixed'; delaySeconds: number };
   expireInSeconds: number;
   enqueueTimeoutMs: number;
-  maxBatchSize: number;
+  batchSize: number;
   maxBatchesInFlight: number;
+  preparedStatements: boolean;
 }
 
 export interface ResolvedPgBossWorkerOptions {
@@ -143,8 +152,9 @@ const QUEUE_OPTIONS = [
   'backoff',
   'expireInMs',
   'enqueueTimeoutMs',
-  'maxBatchSize',
+  'batchSize',
   'maxBatchesInFlight',
+  'preparedStatements',
 ] as const satisfies readonly (keyof PgBossQueueOptions)[];
 
 const WORKER_OPTIONS = [
@@ -259,8 +269,9 @@ export function resolveQueueOptions(options: PgBossQueueOptions | undefined): Re
     backoff: backoffOf(given.backoff),
     expireInSeconds: seconds(QUEUE_OWNER, 'expireInMs', expireInMs),
     enqueueTimeoutMs: whole(QUEUE_OWNER, 'enqueueTimeoutMs', given.enqueueTimeoutMs, 2_000, 1, MAX_ENQUEUE_TIMEOUT_MS),
-    maxBatchSize: whole(QUEUE_OWNER, 'maxBatchSize', given.maxBatchSize, 100, 1, 10_000),
+    batchSize: whole(QUEUE_OWNER, 'batchSize', given.batchSize, 100, 1, 10_000),
     maxBatchesInFlight: whole(QUEUE_OWNER, 'maxBatchesInFlight', given.maxBatchesInFlight, 4, 1, 100),
+    preparedStatements: flag(QUEUE_OWNER, 'preparedStatements', given.preparedStatements, true),
   };
 }
 

@@ -188,7 +188,7 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
   readonly #statements: PgBossStatements;
   readonly #sendOptions: Omit<PgBossSendOptions, 'id'>;
   readonly #workers = new Set<StartedWorker>();
-  /** Deliveries' jobs, written a batch at a time (see `maxBatchSize`). */
+  /** Deliveries' jobs, written a batch at a time (see `batchSize`). */
   readonly #batches: Batcher<{ id: string; data: QueuedDelivery }>;
   /** The Postgres channel notified when jobs are queued, which workers listen on. */
   readonly #channel: string;
@@ -223,7 +223,7 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
     this.#channel = channelOf(this.#options.schema, this.#options.name);
     this.#batches = new Batcher(
       (jobs) => this.#insert(jobs),
-      this.#options.maxBatchSize,
+      this.#options.batchSize,
       this.#options.maxBatchesInFlight,
     );
     this.#guardBoss();
@@ -525,7 +525,7 @@ export class PgBossQueue implements WebhookQueue, DeadLetterSource {
       opened?: unknown;
       pool?: { query?: (query: { name: string; text: string; values: unknown[] }) => Promise<{ rows: unknown[] }> };
     };
-    if (db.opened !== true || typeof db.pool?.query !== 'function') {
+    if (!this.#options.preparedStatements || db.opened !== true || typeof db.pool?.query !== 'function') {
       return (await this.#boss.getDb().executeSql(text, values))?.rows;
     }
     let name = statementNames.get(text);

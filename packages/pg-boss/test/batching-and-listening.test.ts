@@ -90,8 +90,8 @@ describeWithPostgres('pg-boss: batched enqueues and listening workers', () => {
     expect(await jobsOf(options.name!)).toHaveLength(20);
   });
 
-  it('maxBatchSize: 1 writes each delivery by a statement of its own', async () => {
-    const options = testQueueOptions({ maxBatchSize: 1, maxBatchesInFlight: 1 });
+  it('batchSize: 1 writes each delivery by a statement of its own', async () => {
+    const options = testQueueOptions({ batchSize: 1, maxBatchesInFlight: 1 });
     const { queue, webhooks } = queuedWebhooks(boss, options);
     track(queue);
     await queue.counts();
@@ -139,10 +139,26 @@ describeWithPostgres('pg-boss: batched enqueues and listening workers', () => {
     expect(receiver.runs).toEqual([]);
   });
 
+  it('preparedStatements: false: deliveries stored together and run, every statement unnamed', async () => {
+    const options = testQueueOptions({ preparedStatements: false });
+    const { queue, webhooks, runs } = queuedWebhooks(boss, options);
+    track(queue);
+    const requests = Array.from({ length: 6 }, () => signed());
+    const answers = await Promise.all(requests.map((request) => webhooks.handle(request)));
+    expect(answers.map((answer) => answer.status)).toEqual(requests.map(() => 202));
+    queue.startWorker(webhooks, { concurrency: 2, pollingIntervalMs: 100 });
+    await until(() => runs.length === 6, 'every job to run');
+    await until(async () => (await queue.counts()).active === 0, 'every job to complete');
+    expect(new Set(runs.map((run) => run.eventId))).toEqual(new Set(requests.map((request) => request.event.id)));
+  });
+
   it('checks the new options', () => {
-    expect(() => new PgBossQueue(boss, { maxBatchSize: 0 })).toThrow(/^pixhook: .*maxBatchSize must be from 1/);
+    expect(() => new PgBossQueue(boss, { batchSize: 0 })).toThrow(/^pixhook: .*batchSize must be from 1/);
     expect(() => new PgBossQueue(boss, { maxBatchesInFlight: 1.5 })).toThrow(
       /^pixhook: .*maxBatchesInFlight must be a whole number/,
+    );
+    expect(() => new PgBossQueue(boss, { preparedStatements: 'no' as never })).toThrow(
+      /^pixhook: .*preparedStatements must be true or false/,
     );
     const queue = new PgBossQueue(boss);
     const webhooks = queuedWebhooks(boss, testQueueOptions()).webhooks;
