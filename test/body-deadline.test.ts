@@ -9,7 +9,7 @@ import net from 'node:net';
 import { Webhooks } from '@pixhook/core';
 import { delivery, SECRET } from '@pixhook/test-helpers/deliveries';
 import { NODE_SERVERS } from '@pixhook/test-helpers/servers';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, it, type TestContext } from 'vitest';
 
 const DEADLINE_MS = 300;
 /** For the tests that tell "at once" from "at the deadline": room for a busy machine between them. */
@@ -45,13 +45,22 @@ function head(headers: Record<string, string | number>): string {
   return `POST /webhooks HTTP/1.1\r\n${lines.join('')}\r\n`;
 }
 
-describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
-  const cleanups: (() => void | Promise<void>)[] = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+// Concurrent: every test has its own server and connection, and waits on timers, not the CPU; each
+// test's margins are a busy machine's, so running them together is that machine. Each test cleans up
+// what it made, in reverse order, when it ends.
+function testCleanups(onTestFinished: TestContext['onTestFinished']) {
+  const list: (() => void | Promise<void>)[] = [];
+  onTestFinished(async () => {
+    for (const cleanup of list.splice(0).reverse()) await cleanup();
   });
+  return list;
+}
 
-  async function server(options: { maxBodyBytes?: number; bodyTimeoutMs?: number } = {}) {
+describe.concurrent.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
+  async function server(
+    cleanups: (() => void | Promise<void>)[],
+    options: { maxBodyBytes?: number; bodyTimeoutMs?: number } = {},
+  ) {
     const webhooks = new Webhooks({ secret: SECRET, bodyTimeoutMs: DEADLINE_MS, ...options });
     const runs: string[] = [];
     webhooks.onAny((event) => void runs.push(event.id));
@@ -61,8 +70,12 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
     return { port: started.port, runs };
   }
 
-  it('a trickled body gets 408 BODY_TIMEOUT with connection: close, and the connection closes', async () => {
-    const { port, runs } = await server();
+  it('a trickled body gets 408 BODY_TIMEOUT with connection: close, and the connection closes', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = testCleanups(onTestFinished);
+    const { port, runs } = await server(cleanups);
     const { socket, state, closedWithin } = connect(port);
     const d = delivery();
     socket.write(head({ ...d.headers, 'content-length': Buffer.byteLength(d.body) }));
@@ -88,9 +101,13 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
     expect(runs).toEqual([]);
   });
 
-  it('an endless chunked body: 413 at once, discarded after it only until the deadline, then closed', async () => {
+  it('an endless chunked body: 413 at once, discarded after it only until the deadline, then closed', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = testCleanups(onTestFinished);
     // A deadline long enough that "at once" cannot be confused with it on a busy machine.
-    const { port } = await server({ maxBodyBytes: 1024, bodyTimeoutMs: LONG_DEADLINE_MS });
+    const { port } = await server(cleanups, { maxBodyBytes: 1024, bodyTimeoutMs: LONG_DEADLINE_MS });
     const { socket, state, closedWithin } = connect(port);
     const d = delivery();
     socket.write(head({ ...d.headers, 'transfer-encoding': 'chunked' }));
@@ -112,8 +129,12 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
     expect(state.closedAfter).toBeLessThan(LONG_DEADLINE_MS + 5_000);
   });
 
-  it('a body refused by its Content-Length: 413 at once with connection: close, and a trickled rest is not read', async () => {
-    const { port } = await server({ maxBodyBytes: 1024, bodyTimeoutMs: LONG_DEADLINE_MS });
+  it('a body refused by its Content-Length: 413 at once with connection: close, and a trickled rest is not read', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = testCleanups(onTestFinished);
+    const { port } = await server(cleanups, { maxBodyBytes: 1024, bodyTimeoutMs: LONG_DEADLINE_MS });
     const { socket, state, closedWithin } = connect(port);
     const d = delivery();
     socket.write(head({ ...d.headers, 'content-length': 1_000_000 }));
@@ -133,7 +154,11 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
     expect(state.closedAfter).toBeLessThan(LONG_DEADLINE_MS);
   });
 
-  it('one budget per delivery: a slow body plus a hung handler is answered when deliveryTimeoutMs ends', async () => {
+  it('one budget per delivery: a slow body plus a hung handler is answered when deliveryTimeoutMs ends', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = testCleanups(onTestFinished);
     const budget = 1_200;
     const webhooks = new Webhooks({
       secret: SECRET,
@@ -163,8 +188,12 @@ describe.each(NODE_SERVERS)('body deadline: %s', (_name, start) => {
     expect(state.answeredAfter).toBeLessThan(budget + 2_000);
   });
 
-  it('a body that arrived in time leaves its keep-alive connection open past the deadline', async () => {
-    const { port, runs } = await server();
+  it('a body that arrived in time leaves its keep-alive connection open past the deadline', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = testCleanups(onTestFinished);
+    const { port, runs } = await server(cleanups);
     const { socket, state } = connect(port);
     cleanups.push(() => void socket.destroy());
     const answers = () => state.text.match(/HTTP\/1\.1 200 /g)?.length ?? 0;
