@@ -13,7 +13,6 @@
 // code that is loaded but unused elsewhere changes how V8 compiles what the server runs (loading
 // all three frameworks made Node's own stream and tick code several µs slower per request).
 import http from 'node:http';
-import { createRequire } from 'node:module';
 import { SECRET } from '../payloads.mjs';
 import { handledCount } from './baseline.mjs';
 
@@ -204,14 +203,12 @@ async function archive({ kind, name, redisPort, postgresUrl, pool }) {
 /**
  * Queued mode on pg-boss: a `PgBoss` of its own (a pool of `POOL_MAX` connections, pg-boss's
  * defaults otherwise: maintenance on, as in a real app) on the bench's Postgres, started before the
- * first request, and a `PgBossQueue` named `queueName`. The bench package does not depend on
- * pg-boss: both are loaded from packages/pg-boss (its dist and its own pg-boss), so rebuild it first.
+ * first request, and a `PgBossQueue` named `queueName`.
  */
 async function pgBoss({ postgresUrl, queueName }) {
-  const here = createRequire(new URL('../../../packages/pg-boss/package.json', import.meta.url));
   const [{ default: PgBoss }, { PgBossQueue }, { default: pg }] = await Promise.all([
-    import(here.resolve('pg-boss')),
-    import(new URL('../../../packages/pg-boss/dist/index.js', import.meta.url).href),
+    import('pg-boss'),
+    import('@pixhook/pg-boss'),
     import('pg'),
   ]);
   const queries = countQueries(pg);
