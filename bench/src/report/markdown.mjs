@@ -567,6 +567,40 @@ function fixedSection(fixed, settings, httpRows) {
   ];
 }
 
+/**
+ * This run's profile of queued (BullMQ) against inline `RedisStore` processing, per framework: each
+ * part's CPU per delivery and what redis-server ran, and what 0.8× would leave for the queued system.
+ */
+function queuedParts(http) {
+  const rows = new Map((http?.rows ?? []).map((r) => [r.id, r]));
+  const us = (value) => `${Math.round(value)}`;
+  const parts = (http?.redis?.queued ?? []).map((f) => {
+    const q = rows.get(`${f}/pixhook+bullmq`);
+    const r = rows.get(`${f}/pixhook+redis`);
+    if (!q?.queued || !r?.redisCpuPerRequest || !q.redisCpuPerRequest) return undefined;
+    const queuedCpu = [q.cpuPerRequest.median, q.queued.workerCpuPerJob.median, q.redisCpuPerRequest.median];
+    const inlineCpu = [r.cpuPerRequest.median, r.redisCpuPerRequest.median];
+    const sum = (values) => values.reduce((a, b) => a + b, 0);
+    const ran = (row) =>
+      row.redisCommands?.scripts
+        ? `, redis-server running ${row.redisCommands.scripts.median.toFixed(1)} scripts and ${row.redisCommands.inside.median.toFixed(0)} commands`
+        : '';
+    return `${name(f)}: queued ${queuedCpu.map(us).join(' + ')} = ${us(sum(queuedCpu))} µs${ran(q)}; inline ${inlineCpu.map(us).join(' + ')} = ${us(sum(inlineCpu))} µs${ran(r)}`;
+  });
+  if (!parts.some(Boolean)) return [];
+  return [
+    '  CPU per delivery in this run (server + worker + redis-server for queued, server + redis-server inline; the',
+    '  two cores are the limit of both):',
+    `  ${parts.filter(Boolean).join('; ')}. At 0.8× the inline rate the queued system would have to cost at most`,
+    "  1.25× the inline figure per delivery, less than BullMQ's redis-server work and worker alone: the engine's",
+    "  own work per job, not pixhook's, sets the ratio, and what pixhook controls (one `Queue.add` per delivery,",
+    '  one job per event, the job id from the event) is already its minimum. Batching the adds of one turn of the',
+    "  event loop into a pipeline (`addBulk`) or ioredis' `enableAutoPipelining` did not pay here: measured on",
+    '  2026-11-26 (in process, 32 at a time) the receiving side spent 35 µs per job with plain adds, 39–40 µs with',
+    '  `addBulk` per turn and 42–44 µs with auto-pipelining, for the same redis-server time (26 µs per job).',
+  ];
+}
+
 /** The queued-mode note of "Reading the targets": why the saturated targets miss, and what the fixed-rate figures show. */
 function queuedNote(results) {
   const http = results.http;
@@ -598,9 +632,9 @@ function queuedNote(results) {
     '  - *Why req/s misses.* BullMQ does much more per delivery than a `RedisStore` claim and completion:',
     '  `Queue.add` runs a Lua script that checks for a job of the same id, writes the job hash, queues it and',
     '  appends to the events stream; the worker runs another (move to finished, which also takes the next',
-    '  job). Counted with `INFO commandstats` under this load (Fastify, 2026-11-23): two `EVALSHA` of ~47 µs of',
-    '  redis-server time each and four `XADD` per job, where a `RedisStore` sends two short `EVAL`; the',
-    '  redis-server CPU per request column shows the difference. In the receiving server, measured in process',
+    '  job), and each state change appends to the events stream again.',
+    ...queuedParts(http),
+    '  In the receiving server, measured in process',
     '  (32 at a time, warm, 2026-11-23): ~24 µs of CPU per `Queue.add` against ~13 µs for a `RedisStore` claim',
     '  and completion; in a CPU profile under HTTP load BullMQ and ioredis take ~40% of its busy time, about as',
     '  much as pixhook and Fastify together. The worker then runs each job on the same core (worker CPU per',
@@ -675,14 +709,15 @@ function postgresSection(http) {
     'its `MemoryStore` and `RedisStore` servers:',
     '',
     '- **PostgresStore**: `new Webhooks({ secret, store: new PostgresStore(pool, { table }) })`. The handler only counts, as',
-    '  in the `MemoryStore` and `RedisStore` rows: what differs is the store. Two statements per event, each its',
-    '  own transaction (autocommit): the claim (`INSERT … ON CONFLICT … RETURNING`) before the handler and the',
-    '  completion after it;',
+    '  in the `MemoryStore` and `RedisStore` rows: what differs is the store. A claim before the handler and a',
+    '  completion after it, each in autocommit; concurrent claims (and, apart, completions) share one statement',
+    '  (`INSERT … SELECT FROM unnest(…) ON CONFLICT … RETURNING`: group commit, `batchSize` 64 by default), so',
+    '  under load an event costs a fraction of a statement and of a WAL flush;',
     '- **transactional**: `new Webhooks({ secret, transactions: new PostgresTransactions(pool, { table }) })`. The handler',
     '  inserts one row (event id, image id) into a business table through `context.transaction`, then counts: the',
-    "  only row whose handler does I/O, because writing with the event's record is what the mode is for. Six",
-    "  statements per event on one connection: `BEGIN`, the advisory try-lock, the check, the handler's `INSERT`,",
-    "  the record's `INSERT` and `COMMIT`: one commit.",
+    "  only row whose handler does I/O, because writing with the event's record is what the mode is for. Three",
+    "  round trips per event on one connection: `BEGIN`, the advisory try-lock and the check in one; the handler's",
+    "  `INSERT`; the record's `INSERT` and `COMMIT` in one: one commit.",
     '',
     `Postgres ${pg.version}: a throwaway cluster (\`initdb\` in a temporary directory for each run, trust authentication) on`,
     '127.0.0.1, pinned with the load generator and redis-server to core 1 (the servers have core 0 to themselves), with',
@@ -820,9 +855,14 @@ function postgresNote(http) {
     ...(busiest < 95
       ? [
           `  No core is full (the busiest at ${Math.round(busiest)}%): the rest of the time goes in waiting, for WAL flushes (one`,
-          '  per commit: two per event behind a `PostgresStore`, whose claim and completion are each a transaction, one',
-          `  in transactional mode) and for the ${figure(store, (r) => r.queriesPerRequest.median)} or ${figure(tx, (r) => r.queriesPerRequest.median)} round trips each event makes in series, on a pool of ${http.postgres.poolMax}`,
-          '  connections.',
+          '  per commit: behind a `PostgresStore` one per batch of claims and one per batch of completions, one per event',
+          `  in transactional mode) and for the round trips each event makes in series (${store.length ? range(store.map((r) => r.queriesPerRequest.median), 2) : '—'} statements per event behind a`,
+          `  \`PostgresStore\`, ${tx.length ? range(tx.map((r) => r.queriesPerRequest.median), 2) : '—'} in transactional mode), on a pool of ${http.postgres.poolMax} connections.`,
+          "  Transactional mode cannot batch: an event's transaction holds its connection from `BEGIN` to `COMMIT`, around",
+          "  the handler's own statements, so its floor is three round trips (one before the handler, the handler's, one",
+          '  after) and one flush per event, and a pool of 20 serves at most 20 events per (three round trips + one flush).',
+          '  Measured apart (2026-11-26, 20 transactions at once, this busy machine): each of those steps took 2.5–6 ms,',
+          '  CPU contention more than Postgres work (`pg_test_fsync`: 0.8–4.4 ms per flush on this disk).',
         ]
       : []),
     '  What the Postgres CPU is, measured outside HTTP (2026-11-23: a script sending 32 events at a time through a',
