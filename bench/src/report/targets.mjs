@@ -158,10 +158,9 @@ export function targets(results) {
       worst: `first page ${fineMs(r.first)} ms, deep page ${fineMs(r.deep)} ms, by type ${fineMs(r.type)} ms (deep ${fineMs(r.typeDeep)} ms), type + outcome ${fineMs(r.typeOutcome)} ms`,
     });
   }
-  for (const t of results.http?.fixed?.informational ?? []) {
+  for (const t of results.http?.informational ?? []) {
     const figure = (s) => `${fineMs(s.median)} ${t.unit} (${fineMs(s.min)}–${fineMs(s.max)})`;
-    const beside = t.beside.value ? `; ${t.beside.label}: ${figure(t.beside.value)}` : '';
-    list.push({ target: t.label, info: true, worst: `${figure(t.value)}${beside}` });
+    list.push({ target: t.label, info: true, worst: figure(t.value) });
   }
   if (results.memory) {
     const worst = results.memory.rows.reduce((a, b) => (b.rssGrowthPerDelivery > a.rssGrowthPerDelivery ? b : a));
