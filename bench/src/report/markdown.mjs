@@ -280,6 +280,7 @@ export function markdown(results, targetList, settings) {
     ...queuedNote(results),
     ...postgresNote(results.http),
     ...pgBossNote(results.http),
+    ...durableNote(results.http),
     '- **Memory.** While handlers run, each delivery keeps its parsed event (~1.6 MiB of heap for a 1 MiB body of',
     '  many small objects); the Buffers still referenced after a full GC stay below half a body per delivery, so',
     '  no copy of the raw bytes is kept. The peak adds the body buffer and its decoded string, which the GC',
@@ -823,6 +824,30 @@ function pgBossNote(http) {
     `  one flush. At the fixed rate the p50 and p99 (median of the rounds) were: ${fixed.join('; ')}.`,
     '  The 5 ms p99 needs a flush well under that, with room for the tail: a faster disk, or commits that do',
     '  not wait for their flush (`synchronous_commit = off`, which gives up the 202 only once stored).',
+  ];
+}
+
+/**
+ * The stretch's note of "Reading the targets": the fastest durable acknowledgement of each framework
+ * against inline MemoryStore, and what a durable answer needs that an in-memory one does not.
+ */
+function durableNote(http) {
+  const stretch = (http?.comparisons ?? []).filter((c) => c.label.includes('(stretch)'));
+  if (stretch.length === 0) return [];
+  const mode = { bullmq: 'queued on BullMQ', 'pg-boss': 'queued on pg-boss', transactions: 'transactional' };
+  const figures = stretch.map((c) => {
+    const store = c.label.match(/\(([^)]+)\) ÷/)?.[1] ?? '';
+    return `${name(c.label.split(':')[0])} ${mode[store] ?? store} ${c.ratio.median.toFixed(2)}×`;
+  });
+  return [
+    '- **A durable acknowledgement ÷ inline `MemoryStore` (the stretch).** The fastest durable answer of each',
+    `  framework in this run: ${figures.join(', ')}. An answer that survives a crash needs the delivery written`,
+    '  where the crash cannot reach it: at least one round trip to another process (Redis, Postgres) and, on',
+    '  Postgres, a WAL flush before the answer (shared by the deliveries of one batch with pg-boss and a',
+    '  `PostgresStore`); an in-memory answer needs neither. On these two shared cores the database and the',
+    "  worker take CPU from the same machine that answers (see each row's CPU per delivery), so the ratio",
+    '  measures how much of a core durability costs; with the database on a machine of its own, the receiving',
+    "  server's cost per delivery is what would count (the server CPU per request columns).",
   ];
 }
 
