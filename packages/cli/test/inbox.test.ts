@@ -23,7 +23,7 @@ import { describeWithPostgres, type PostgresServer, startPostgresServer } from '
 import { type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, type TestContext, test } from 'vitest';
 
 // What a terminal acts on instead of showing: C0 but the line feed, DEL, C1 (0x9b is CSI), bidi controls.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
@@ -52,7 +52,6 @@ let postgres: PostgresServer;
 let redis: RedisServer;
 let pool: pg.Pool;
 let redisClient: Redis;
-const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   ensureBuilt();
@@ -61,9 +60,6 @@ beforeAll(async () => {
   pool.on('error', () => {});
   redisClient = new Redis({ port: redis.port, host: '127.0.0.1' });
 }, 120_000);
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
 afterAll(async () => {
   redisClient?.disconnect();
   await pool?.end();
@@ -120,9 +116,15 @@ function step(eventId: string, over: Partial<ArchivedStep> = {}): ArchivedStep {
   };
 }
 
+/** Closes what a test opened when that test ends (the test's own hook: right in concurrent tests too). */
+type OnTestFinished = TestContext['onTestFinished'];
+
 interface Backend {
-  /** A fresh archive (its own table or prefix) and the CLI arguments that name it. */
-  open(options?: { replayPollMs?: number }): Promise<{ archive: Archive; args: string[] }>;
+  /** A fresh archive (its own table or prefix), closed when the test ends, and the CLI arguments that name it. */
+  open(
+    onTestFinished: OnTestFinished,
+    options?: { replayPollMs?: number },
+  ): Promise<{ archive: Archive; args: string[] }>;
   /** The URL with a password and a port nothing listens on. */
   downUrl(port: number): string;
   shownDown(port: number): string;
@@ -130,21 +132,21 @@ interface Backend {
 
 const backends: Record<'postgres' | 'redis', Backend> = {
   postgres: {
-    async open(options = {}) {
+    async open(onTestFinished, options = {}) {
       const table = `inbox_${unique()}`;
       await migrateArchive(pool, { table });
       const archive = new PostgresArchive(pool, { table, pruneIntervalMs: false, ...options });
-      cleanups.push(() => archive.close());
+      onTestFinished(() => archive.close());
       return { archive, args: ['--postgres', postgres.url, '--table', table] };
     },
     downUrl: (port) => `postgres://app:s3cret@127.0.0.1:${port}/app`,
     shownDown: (port) => `postgres://app:***@127.0.0.1:${port}/app`,
   },
   redis: {
-    async open(options = {}) {
+    async open(onTestFinished, options = {}) {
       const prefix = `inbox-cli:${unique()}`;
       const archive = new RedisArchive(redisClient, { prefix, pruneIntervalMs: false, ...options });
-      cleanups.push(() => archive.close());
+      onTestFinished(() => archive.close());
       return { archive, args: ['--redis', `redis://127.0.0.1:${redis.port}`, '--prefix', prefix] };
     },
     downUrl: (port) => `redis://:s3cret@127.0.0.1:${port}`,
@@ -184,9 +186,14 @@ test('help: the group and each subcommand, their options and examples; never a U
 
 describeWithPostgres('pixhook inbox', () => {
   for (const [name, backend] of Object.entries(backends)) {
-    describe(`on ${name === 'postgres' ? 'a PostgresArchive' : 'a RedisArchive'}`, () => {
-      test('list: a table newest first, --json, each filter, and pages by --cursor without duplicates or gaps', async () => {
-        const { archive, args } = await backend.open();
+    // Concurrently: each test has its own table or prefix, and the two backends share nothing; the
+    // tests spend their time waiting for the CLI processes they start.
+    describe.concurrent(`on ${name === 'postgres' ? 'a PostgresArchive' : 'a RedisArchive'}`, () => {
+      test('list: a table newest first, --json, each filter, and pages by --cursor without duplicates or gaps', async ({
+        expect,
+        onTestFinished,
+      }) => {
+        const { archive, args } = await backend.open(onTestFinished);
         const now = Date.now();
         const ids = Array.from({ length: 5 }, newId);
         const types = ['image.created', 'image.deleted', 'image.created', 'quota.warned', 'image.created'];
@@ -202,7 +209,7 @@ describeWithPostgres('pixhook inbox', () => {
 
         const since = new Date(now - 3.5 * 60_000).toISOString();
         const until_ = new Date(now - 1.5 * 60_000).toISOString();
-        const [text, json, byType, byOutcome, byTime, byEvent, byDelivery, byDuration] = await Promise.all([
+        const [text, json, byType, byOutcome, byTime, byEvent, byDelivery, byDuration, first] = await Promise.all([
           run(['inbox', 'list', ...args]),
           run(['inbox', 'list', ...args, '--json']),
           run(['inbox', 'list', ...args, '--json', '--type', 'image.created']),
@@ -211,6 +218,7 @@ describeWithPostgres('pixhook inbox', () => {
           run(['inbox', 'list', ...args, '--json', '--event', ids[2] as string]),
           run(['inbox', 'list', ...args, '--json', '--delivery', deliveryIds[3] as string]),
           run(['inbox', 'list', ...args, '--json', '--since', '90s']),
+          run(['inbox', 'list', ...args, '--limit', '2']),
         ]);
         expect(text.code, text.stderr).toBe(0);
         expect(text.stdout).toMatch(/LAST AT +OUTCOME +EVENT TYPE +EVENT ID +DELIVERIES +BYTES +MODE/);
@@ -263,12 +271,14 @@ describeWithPostgres('pixhook inbox', () => {
         } while (cursor !== null && pages < 10);
         expect(seen).toEqual(newestFirst);
         expect(pages).toBe(3);
-        const first = await run(['inbox', 'list', ...args, '--limit', '2']);
         expect(first.stdout).toMatch(/2 events; next page: --cursor \S+/);
       }, 60_000);
 
-      test('show: fields, headers, the body as escaped text, the timeline with its runs; --json byte-exact', async () => {
-        const { archive, args } = await backend.open();
+      test('show: fields, headers, the body as escaped text, the timeline with its runs; --json byte-exact', async ({
+        expect,
+        onTestFinished,
+      }) => {
+        const { archive, args } = await backend.open(onTestFinished);
         const id = newId();
         const body = new TextEncoder().encode(`{"id":"${id}","note":"caf\u00e9 \u001b[2J\u009b1m"}\n{"second":"line"}`);
         const first = delivery(id, {
@@ -312,8 +322,11 @@ describeWithPostgres('pixhook inbox', () => {
         expect(event).toMatchObject({ eventId: id, outcome: 'failed', deliveries: 2, bytes: body.byteLength });
       });
 
-      test('show: a body that is not UTF-8 in hexadecimal, byte-exact in --json; an unknown id exits 1', async () => {
-        const { archive, args } = await backend.open();
+      test('show: a body that is not UTF-8 in hexadecimal, byte-exact in --json; an unknown id exits 1', async ({
+        expect,
+        onTestFinished,
+      }) => {
+        const { archive, args } = await backend.open(onTestFinished);
         const id = newId();
         const body = new Uint8Array([0x7b, 0xff, 0xfe, 0x00, 0x01, 0x41, 0x80, 0x7d]);
         await archive.record(delivery(id, { body }));
@@ -334,8 +347,11 @@ describeWithPostgres('pixhook inbox', () => {
         expect(missing.stderr).toMatch(/^pixhook: No event "evt_not_there" in inbox /);
       });
 
-      test('replay <id> --wait: a running app runs the handlers once more, recorded in the timeline; --json', async () => {
-        const { archive, args } = await backend.open({ replayPollMs: 100 });
+      test('replay <id> --wait: a running app runs the handlers once more, recorded in the timeline; --json', async ({
+        expect,
+        onTestFinished,
+      }) => {
+        const { archive, args } = await backend.open(onTestFinished, { replayPollMs: 100 });
         const runs: string[] = [];
         let failing = false;
         const webhooks = new Webhooks({ secret: SECRET, archive });
@@ -383,8 +399,11 @@ describeWithPostgres('pixhook inbox', () => {
         expect(runs.filter((id) => id === b)).toHaveLength(2);
       }, 90_000);
 
-      test('replay by filters: the count without --yes (exit 2), --max, then requested with --yes; nobody attached: --wait times out', async () => {
-        const { archive, args } = await backend.open();
+      test('replay by filters: the count without --yes (exit 2), --max, then requested with --yes; nobody attached: --wait times out', async ({
+        expect,
+        onTestFinished,
+      }) => {
+        const { archive, args } = await backend.open(onTestFinished);
         const ids = Array.from({ length: 3 }, newId);
         // Real events' bytes: a replay parses them again.
         for (const id of ids) {
@@ -421,8 +440,11 @@ describeWithPostgres('pixhook inbox', () => {
         await until(() => ids.every((id) => runs.includes(id)), 'the requested replays');
       }, 60_000);
 
-      test('export: NDJSON, one event per line with its body in base64, to stdout or --output; filters and --max', async () => {
-        const { archive, args } = await backend.open();
+      test('export: NDJSON, one event per line with its body in base64, to stdout or --output; filters and --max', async ({
+        expect,
+        onTestFinished,
+      }) => {
+        const { archive, args } = await backend.open(onTestFinished);
         const ids = Array.from({ length: 4 }, newId);
         const now = Date.now();
         for (const [index, id] of ids.entries()) {
@@ -433,10 +455,12 @@ describeWithPostgres('pixhook inbox', () => {
         const dir = mkdtempSync(join(tmpdir(), 'pixhook-export-'));
         try {
           const file = join(dir, 'events.ndjson');
-          const [stdout, toFile, limited] = await Promise.all([
+          // A write that fails (a full disk: Linux's /dev/full) fails the command, it is not lost silently.
+          const [stdout, toFile, limited, full] = await Promise.all([
             run(['inbox', 'export', ...args]),
             run(['inbox', 'export', ...args, '--output', file, '--event', ids[1] as string]),
             run(['inbox', 'export', ...args, '--max', '2']),
+            existsSync('/dev/full') ? run(['inbox', 'export', ...args, '--output', '/dev/full']) : undefined,
           ]);
           expect(stdout.code, stdout.stderr).toBe(0);
           const lines = stdout.stdout
@@ -458,9 +482,7 @@ describeWithPostgres('pixhook inbox', () => {
           expect((JSON.parse(written[0] as string) as JsonEvent).eventId).toBe(ids[1]);
           expect(toFile.stderr).toContain(`exported to ${file}`);
           expect(limited.stdout.trimEnd().split('\n')).toHaveLength(2);
-          // A write that fails (a full disk: Linux's /dev/full) fails the command, it is not lost silently.
-          if (existsSync('/dev/full')) {
-            const full = await run(['inbox', 'export', ...args, '--output', '/dev/full']);
+          if (full) {
             expect(full.code, full.stderr).toBe(1);
             expect(full.stderr).toContain('Cannot write /dev/full: ENOSPC');
           }
@@ -469,8 +491,11 @@ describeWithPostgres('pixhook inbox', () => {
         }
       });
 
-      test('bad options exit 2 with a clear message; a server down exits 1 naming it, never the password', async () => {
-        const { args } = await backend.open();
+      test('bad options exit 2 with a clear message; a server down exits 1 naming it, never the password', async ({
+        expect,
+        onTestFinished,
+      }) => {
+        const { args } = await backend.open(onTestFinished);
         const free = createServer();
         await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
         const downPort = (free.address() as AddressInfo).port;
@@ -516,54 +541,12 @@ describeWithPostgres('pixhook inbox', () => {
     });
   }
 
-  test('a Postgres that stopped answering (SIGSTOP): inbox and dead-letters --postgres exit 1 within seconds, saying so', async () => {
-    const { args } = await backends.postgres.open();
-    postgres.pause();
-    try {
-      const timed = async (command: string[]) => {
-        const started = performance.now();
-        return { ...(await run(command)), ms: performance.now() - started };
-      };
-      const [list, deadLetters] = await Promise.all([
-        timed(['inbox', 'list', ...args]),
-        timed(['dead-letters', 'list', '--postgres', postgres.url]),
-      ]);
-      for (const result of [list, deadLetters]) {
-        expect(result.code, result.stderr).toBe(1);
-        expect(result.stderr).toContain(`Postgres at ${postgres.url} did not answer within 5 s`);
-        // 5 s of pixhook's own timer, then the process ends; the margin is for a busy machine.
-        expect(result.ms, result.stderr).toBeLessThan(25_000);
-      }
-    } finally {
-      postgres.resume();
-    }
-  }, 60_000);
-
-  test('openInbox from code: a reader with where and kind; close() resolves within a second on a stalled Postgres and leaves the process running', async () => {
-    const { archive, args } = await backends.postgres.open();
-    const id = newId();
-    await archive.record(delivery(id));
-    const inbox = await openInbox({ postgres: postgres.url, table: args[3] });
-    expect(inbox.kind).toBe('postgres');
-    expect(inbox.where).toBe(`inbox public.${args[3]} on ${postgres.url}`);
-    expect((await inbox.list()).items.map((item) => item.eventId)).toEqual([id]);
-    await expect(inbox.list({ limit: 0 })).rejects.toThrow(TypeError);
-    postgres.pause();
-    try {
-      const pending = inbox.get(id).catch((error: unknown) => error);
-      const started = performance.now();
-      await inbox.close();
-      expect(performance.now() - started).toBeLessThan(5_000);
-      // (A process.exit() from here on would fail this run: Vitest reports it.)
-      postgres.resume();
-      await pending;
-    } finally {
-      postgres.resume();
-    }
-  }, 60_000);
-
-  test('where: --postgres alone reads DATABASE_URL, neither option the one variable set; both set, none, or the wrong naming option: exit 2', async () => {
-    const { archive, args } = await backends.postgres.open();
+  // Concurrently with the tests above; the two that freeze Postgres below run alone.
+  test.concurrent('where: --postgres alone reads DATABASE_URL, neither option the one variable set; both set, none, or the wrong naming option: exit 2', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { archive, args } = await backends.postgres.open(onTestFinished);
     await archive.record(delivery(newId()));
     const table = args[3] as string;
     const redisUrl = `redis://127.0.0.1:${redis.port}`;
@@ -595,5 +578,57 @@ describeWithPostgres('pixhook inbox', () => {
     );
     expect(unset.code).toBe(2);
     expect(unset.stderr).toContain('--postgres without a URL reads DATABASE_URL, which is not set');
+  }, 60_000);
+
+  test('a Postgres that stopped answering (SIGSTOP): inbox and dead-letters --postgres exit 1 within seconds, saying so', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { args } = await backends.postgres.open(onTestFinished);
+    postgres.pause();
+    try {
+      const timed = async (command: string[]) => {
+        const started = performance.now();
+        return { ...(await run(command)), ms: performance.now() - started };
+      };
+      const [list, deadLetters] = await Promise.all([
+        timed(['inbox', 'list', ...args]),
+        timed(['dead-letters', 'list', '--postgres', postgres.url]),
+      ]);
+      for (const result of [list, deadLetters]) {
+        expect(result.code, result.stderr).toBe(1);
+        expect(result.stderr).toContain(`Postgres at ${postgres.url} did not answer within 5 s`);
+        // 5 s of pixhook's own timer, then the process ends; the margin is for a busy machine.
+        expect(result.ms, result.stderr).toBeLessThan(25_000);
+      }
+    } finally {
+      postgres.resume();
+    }
+  }, 60_000);
+
+  test('openInbox from code: a reader with where and kind; close() resolves within a second on a stalled Postgres and leaves the process running', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { archive, args } = await backends.postgres.open(onTestFinished);
+    const id = newId();
+    await archive.record(delivery(id));
+    const inbox = await openInbox({ postgres: postgres.url, table: args[3] });
+    expect(inbox.kind).toBe('postgres');
+    expect(inbox.where).toBe(`inbox public.${args[3]} on ${postgres.url}`);
+    expect((await inbox.list()).items.map((item) => item.eventId)).toEqual([id]);
+    await expect(inbox.list({ limit: 0 })).rejects.toThrow(TypeError);
+    postgres.pause();
+    try {
+      const pending = inbox.get(id).catch((error: unknown) => error);
+      const started = performance.now();
+      await inbox.close();
+      expect(performance.now() - started).toBeLessThan(5_000);
+      // (A process.exit() from here on would fail this run: Vitest reports it.)
+      postgres.resume();
+      await pending;
+    } finally {
+      postgres.resume();
+    }
   }, 60_000);
 });
