@@ -14,7 +14,7 @@ import { CLI, ensureBuilt, run, SECRET } from '@pixhook/test-helpers/cli';
 import { describeWithPostgres, type PostgresServer, startPostgresServer } from '@pixhook/test-helpers/postgres-server';
 import { describeWithRedis, type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import PgBoss from 'pg-boss';
-import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, type TestContext, test } from 'vitest';
 
 // What a terminal acts on instead of showing: C0 but the line feed, DEL, C1 (0x9b is CSI), bidi controls.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
@@ -32,9 +32,11 @@ interface JsonDeadLetter {
   delivery: { event: AnyEvent; deliveryId: string; timestamp: number } | null;
 }
 
+/** Closes what a test opened when that test ends (the test's own hook: right in concurrent tests too). */
+type OnTestFinished = TestContext['onTestFinished'];
+
 let redis: RedisServer;
 let redisUrl: string;
-const queues: BullMQQueue[] = [];
 
 beforeAll(() => ensureBuilt());
 
@@ -51,10 +53,14 @@ async function until(check: () => Promise<boolean> | boolean, what: string, ms =
  * through `webhooks.handle()` (202), then run by a worker whose handler throws `message(event)`.
  * `state.failing = false` makes the handler succeed; `state.runs` counts its runs.
  */
-async function deadLetters(events: AnyEvent[], message: (event: AnyEvent) => string = () => 'billing API down') {
+async function deadLetters(
+  onTestFinished: OnTestFinished,
+  events: AnyEvent[],
+  message: (event: AnyEvent) => string = () => 'billing API down',
+) {
   const name = `cli-dead-letters-${randomUUID()}`;
   const queue = new BullMQQueue({ connection: { host: '127.0.0.1', port: redis.port }, name, attempts: 1 });
-  queues.push(queue);
+  onTestFinished(() => queue.close());
   const state = { failing: true, runs: [] as string[] };
   const webhooks = new Webhooks({ secret: SECRET, queue });
   webhooks.onError(() => {});
@@ -101,23 +107,25 @@ test("help: the group and each subcommand, with the Redis options and their defa
   expect(each[0]?.stdout).toContain('(default: 20)');
 });
 
-describeWithRedis('pixhook dead-letters', () => {
+// Concurrently, and both engines' suites at once: each test has its own queue (closed when it ends);
+// the tests spend their time waiting for workers and CLI processes.
+describeWithRedis.concurrent('pixhook dead-letters', () => {
   beforeAll(async () => {
     redis = await startRedisServer();
     redisUrl = `redis://127.0.0.1:${redis.port}`;
   });
-  afterEach(async () => {
-    await Promise.all(queues.splice(0).map((queue) => queue.close()));
-  });
   afterAll(() => redis?.close());
 
-  test('list: a table with the job id, type, event id, attempts, time and error, and the total; --json, --limit, --offset, REDIS_URL', async () => {
+  test('list: a table with the job id, type, event id, attempts, time and error, and the total; --json, --limit, --offset, REDIS_URL', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const events = [
       createTestEvent('image.created'),
       createTestEvent('quota.warned'),
       createTestEvent('image.deleted'),
     ];
-    const { args } = await deadLetters(events, (event) =>
+    const { args } = await deadLetters(onTestFinished, events, (event) =>
       event.type === 'quota.warned' ? `billing API down\n${'x'.repeat(20)} second line` : 'billing API down',
     );
     const [text, json, page1, page2, fromEnv] = await Promise.all([
@@ -160,9 +168,12 @@ describeWithRedis('pixhook dead-letters', () => {
     expect(fromEnv.stdout).toContain('showing 1–3 of 3');
   });
 
-  test('show, by event id or job id: the error, the stack, the ids, times and the event; --json', async () => {
+  test('show, by event id or job id: the error, the stack, the ids, times and the event; --json', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const event = createTestEvent('image.created');
-    const { args, queue } = await deadLetters([event]);
+    const { args, queue } = await deadLetters(onTestFinished, [event]);
     const deadLetter = await queue.getDeadLetter(event.id);
     const [text, json] = await Promise.all([
       run(['dead-letters', 'show', event.id, ...args]),
@@ -191,9 +202,12 @@ describeWithRedis('pixhook dead-letters', () => {
     expect(shown.stack).toMatch(/^Error: billing API down\n/);
   });
 
-  test('retry <id>: queued again; a worker runs the handler exactly once more, and no dead letter is left', async () => {
+  test('retry <id>: queued again; a worker runs the handler exactly once more, and no dead letter is left', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const event = createTestEvent('image.created');
-    const { args, queue, webhooks, state } = await deadLetters([event]);
+    const { args, queue, webhooks, state } = await deadLetters(onTestFinished, [event]);
     expect(state.runs).toEqual([event.id]);
     state.failing = false;
     const retried = await run(['dead-letters', 'retry', event.id, ...args]);
@@ -215,8 +229,11 @@ describeWithRedis('pixhook dead-letters', () => {
     expect(again.stderr).toContain(`No dead letter "${event.id}" in queue ${args[3]}`);
   });
 
-  test('retry --all queues every dead letter again', async () => {
-    const { args, queue } = await deadLetters([createTestEvent('image.created'), createTestEvent('image.deleted')]);
+  test('retry --all queues every dead letter again', async ({ expect, onTestFinished }) => {
+    const { args, queue } = await deadLetters(onTestFinished, [
+      createTestEvent('image.created'),
+      createTestEvent('image.deleted'),
+    ]);
     const { code, stdout, stderr } = await run(['dead-letters', 'retry', '--all', ...args]);
     expect(code, stderr).toBe(0);
     expect(stdout).toContain('✓ 2 dead letters queued again');
@@ -224,13 +241,16 @@ describeWithRedis('pixhook dead-letters', () => {
     expect(await queue.bullQueue.getWaitingCount()).toBe(2);
   });
 
-  test('discard <id> deletes one; discard --all refuses without --yes, and deletes every one with it', async () => {
+  test('discard <id> deletes one; discard --all refuses without --yes, and deletes every one with it', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const events = [
       createTestEvent('image.created'),
       createTestEvent('image.deleted'),
       createTestEvent('quota.warned'),
     ];
-    const { args, queue } = await deadLetters(events);
+    const { args, queue } = await deadLetters(onTestFinished, events);
     const one = await run(['dead-letters', 'discard', events[0]?.id as string, ...args]);
     expect(one.code, one.stderr).toBe(0);
     expect(one.stdout).toContain(`✓ ${events[0]?.id} (image.created) discarded`);
@@ -248,8 +268,8 @@ describeWithRedis('pixhook dead-letters', () => {
     expect(await queue.countDeadLetters()).toBe(0);
   });
 
-  test('an unknown id: exit 1 and a message naming it; no id nor --all: exit 2', async () => {
-    const { args, queue } = await deadLetters([createTestEvent('image.created')]);
+  test('an unknown id: exit 1 and a message naming it; no id nor --all: exit 2', async ({ expect, onTestFinished }) => {
+    const { args, queue } = await deadLetters(onTestFinished, [createTestEvent('image.created')]);
     const results = await Promise.all(
       ['show', 'retry', 'discard'].map((command) => run(['dead-letters', command, 'evt_no_such_event', ...args])),
     );
@@ -264,7 +284,10 @@ describeWithRedis('pixhook dead-letters', () => {
     expect(await queue.countDeadLetters()).toBe(1);
   });
 
-  test('escape sequences in the event and the error are printed escaped by list and show, and kept in --json', async () => {
+  test('escape sequences in the event and the error are printed escaped by list and show, and kept in --json', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const osc = '\u001b]0;owned\u0007';
     const event = createTestEvent(
       'image.created',
@@ -274,6 +297,7 @@ describeWithRedis('pixhook dead-letters', () => {
       },
     );
     const { args, queue } = await deadLetters(
+      onTestFinished,
       [event],
       (evt) => `billing API down for ${(evt.data.object as { filename: string }).filename}`,
     );
@@ -308,7 +332,9 @@ describeWithRedis('pixhook dead-letters', () => {
     expect(retried).toContain('✓ evt_\\x1b[31mred (job sha256-');
   });
 
-  test('Redis down or stalled: exit 1 within seconds, naming Redis and the address, never the password', async () => {
+  test('Redis down or stalled: exit 1 within seconds, naming Redis and the address, never the password', async ({
+    expect,
+  }) => {
     // A port nothing listens on, and a server that accepts connections but never answers.
     const free = createServer();
     await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
@@ -364,7 +390,9 @@ describeWithRedis('pixhook dead-letters', () => {
     }
   }, 60_000);
 
-  test('only the dead-letters commands load @pixhook/bullmq and @pixhook/pg-boss, with a dynamic import', () => {
+  test('only the dead-letters commands load @pixhook/bullmq and @pixhook/pg-boss, with a dynamic import', ({
+    expect,
+  }) => {
     // The binary and the chunks it imports (the commands share io/production.ts with the library).
     const dist = dirname(CLI);
     const built = readdirSync(dist)
@@ -379,10 +407,9 @@ describeWithRedis('pixhook dead-letters', () => {
   });
 });
 
-describeWithPostgres('pixhook dead-letters --postgres (pg-boss)', () => {
+describeWithPostgres.concurrent('pixhook dead-letters --postgres (pg-boss)', () => {
   let postgres: PostgresServer;
   let boss: PgBoss;
-  const pgQueues: PgBossQueue[] = [];
 
   beforeAll(async () => {
     postgres = await startPostgresServer();
@@ -390,19 +417,16 @@ describeWithPostgres('pixhook dead-letters --postgres (pg-boss)', () => {
     boss.on('error', () => {});
     await boss.start();
   }, 120_000);
-  afterEach(async () => {
-    await Promise.all(pgQueues.splice(0).map((queue) => queue.close()));
-  });
   afterAll(async () => {
     await boss?.stop({ graceful: false });
     await postgres?.close();
   });
 
   /** As `deadLetters` above, on pg-boss: one attempt, a handler that throws, a dead letter per event. */
-  async function pgBossDeadLetters(events: AnyEvent[], message = 'billing API down') {
+  async function pgBossDeadLetters(onTestFinished: OnTestFinished, events: AnyEvent[], message = 'billing API down') {
     const name = `cli-dead-letters-${randomUUID().slice(0, 8)}`;
     const queue = new PgBossQueue(boss, { name, attempts: 1 });
-    pgQueues.push(queue);
+    onTestFinished(() => queue.close());
     const state = { failing: true, runs: [] as string[] };
     const webhooks = new Webhooks({ secret: SECRET, queue });
     webhooks.onError(() => {});
@@ -420,9 +444,9 @@ describeWithPostgres('pixhook dead-letters --postgres (pg-boss)', () => {
     return { queue, webhooks, state, name, args: ['--postgres', postgres.url, '--queue', name] };
   }
 
-  test('list, show, --json, and DATABASE_URL with --postgres alone', async () => {
+  test('list, show, --json, and DATABASE_URL with --postgres alone', async ({ expect, onTestFinished }) => {
     const events = [createTestEvent('image.created'), createTestEvent('quota.warned')];
-    const { args, name, queue } = await pgBossDeadLetters(events);
+    const { args, name, queue } = await pgBossDeadLetters(onTestFinished, events);
     const [text, json, show, showJson, fromEnv] = await Promise.all([
       run(['dead-letters', 'list', ...args]),
       run(['dead-letters', 'list', ...args, '--json']),
@@ -458,13 +482,16 @@ describeWithPostgres('pixhook dead-letters --postgres (pg-boss)', () => {
     expect(parse<JsonDeadLetter[]>(fromEnv.stdout)).toHaveLength(2);
   });
 
-  test('retry <event id> runs it again once; discard <id>, discard --all --yes, retry --all', async () => {
+  test('retry <event id> runs it again once; discard <id>, discard --all --yes, retry --all', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const events = [
       createTestEvent('image.created'),
       createTestEvent('image.deleted'),
       createTestEvent('quota.warned'),
     ];
-    const { args, queue, webhooks, state } = await pgBossDeadLetters(events);
+    const { args, queue, webhooks, state } = await pgBossDeadLetters(onTestFinished, events);
     state.failing = false;
     const retried = await run(['dead-letters', 'retry', events[0]?.id as string, ...args]);
     expect(retried.code, retried.stderr).toBe(0);
@@ -496,8 +523,11 @@ describeWithPostgres('pixhook dead-letters --postgres (pg-boss)', () => {
     expect(none.stdout).toContain('No dead letters to retry in pg-boss queue');
   });
 
-  test('bad options exit 2 with a clear message; a missing queue, schema or server exit 1; never the password', async () => {
-    const { name } = await pgBossDeadLetters([createTestEvent('image.created')]);
+  test('bad options exit 2 with a clear message; a missing queue, schema or server exit 1; never the password', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { name } = await pgBossDeadLetters(onTestFinished, [createTestEvent('image.created')]);
     const free = createServer();
     await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
     const downPort = (free.address() as AddressInfo).port;
