@@ -1,7 +1,7 @@
 // How long a run holds its event's claim (issue 24): renewed from the start of the run whatever
 // inFlightTtlMs and handlerTimeoutMs are, and released once maxClaimMs has passed for handlers that
 // never settle. One time budget per delivery (deliveryTimeoutMs), counted from handle()'s call.
-import { describe, expect, it, vi } from 'vitest';
+import { describe, it, vi } from 'vitest';
 import {
   type IdempotencyStore,
   MemoryStore,
@@ -31,8 +31,13 @@ function setup(options: Partial<WebhooksOptions> = {}) {
 const code = (body: string) => (JSON.parse(body) as { error?: { code: string } }).error?.code;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe('claim renewal from the start of the run', () => {
-  it('a claim TTL far below handlerTimeoutMs: a retry while the handler runs still answers 409, and the run completes', async () => {
+// Concurrently (each test its own Webhooks and store): the tests wait on their own timers, and the
+// margins of those that time an answer are a busy machine's.
+
+describe.concurrent('claim renewal from the start of the run', () => {
+  it('a claim TTL far below handlerTimeoutMs: a retry while the handler runs still answers 409, and the run completes', async ({
+    expect,
+  }) => {
     // inFlightTtlMs (600 ms) < 1.5 × handlerTimeoutMs (5 s): before, nothing renewed the claim
     // until the handler deadline, so it expired and a retry ran the event beside the first run.
     // (Renewed every 200 ms: a busy machine's late timers stay well inside the TTL.)
@@ -66,7 +71,7 @@ describe('claim renewal from the start of the run', () => {
     expect(errors.map((e) => e.code)).toEqual(['IN_FLIGHT']);
   });
 
-  it('with handlerTimeoutMs: false the claim is renewed too', async () => {
+  it('with handlerTimeoutMs: false the claim is renewed too', async ({ expect }) => {
     const store = new MemoryStore({ inFlightTtlMs: 600 });
     const { webhooks } = setup({ store, handlerTimeoutMs: false, deliveryTimeoutMs: false });
     const gate = deferred();
@@ -85,7 +90,7 @@ describe('claim renewal from the start of the run', () => {
     expect(runs).toBe(1);
   });
 
-  it('renews a custom store with extend() while the handler runs, and stops once it settles', async () => {
+  it('renews a custom store with extend() while the handler runs, and stops once it settles', async ({ expect }) => {
     const calls: string[] = [];
     const store: IdempotencyStore = {
       claim: async () => 'claimed',
@@ -113,7 +118,7 @@ describe('claim renewal from the start of the run', () => {
   });
 });
 
-describe('when renewing fails', () => {
+describe.concurrent('when renewing fails', () => {
   function renewing(extend: () => Promise<boolean>) {
     let extends_ = 0;
     const store: IdempotencyStore = {
@@ -129,7 +134,7 @@ describe('when renewing fails', () => {
     return { store, calls: () => extends_ };
   }
 
-  it('a lost claim (extend answers false) is told to onError once, and renewing stops', async () => {
+  it('a lost claim (extend answers false) is told to onError once, and renewing stops', async ({ expect }) => {
     const { store, calls } = renewing(async () => false);
     const { webhooks, errors } = setup({ store, handlerTimeoutMs: 5_000 });
     const gate = deferred();
@@ -144,7 +149,7 @@ describe('when renewing fails', () => {
     expect((await answer).status).toBe(200);
   });
 
-  it('a store that fails to renew is told once and renewing goes on (it may be back next time)', async () => {
+  it('a store that fails to renew is told once and renewing goes on (it may be back next time)', async ({ expect }) => {
     const { store, calls } = renewing(async () => {
       throw new Error('redis away');
     });
@@ -161,8 +166,10 @@ describe('when renewing fails', () => {
   });
 });
 
-describe('a run that never settles: maxClaimMs', () => {
-  it('releases the claim after maxClaimMs, tells onError CLAIM_RELEASED, and the next retry runs the event', async () => {
+describe.concurrent('a run that never settles: maxClaimMs', () => {
+  it('releases the claim after maxClaimMs, tells onError CLAIM_RELEASED, and the next retry runs the event', async ({
+    expect,
+  }) => {
     // maxClaimMs leaves a busy machine time for the second delivery before the bound.
     const { webhooks, errors } = setup({ handlerTimeoutMs: 30, maxClaimMs: 2_000 });
     let runs = 0;
@@ -188,7 +195,9 @@ describe('a run that never settles: maxClaimMs', () => {
     expect(runs).toBe(2);
   });
 
-  it('with no answer deadline, the waiting request is answered 503 HANDLER_TIMEOUT when the claim is released', async () => {
+  it('with no answer deadline, the waiting request is answered 503 HANDLER_TIMEOUT when the claim is released', async ({
+    expect,
+  }) => {
     const { webhooks, errors } = setup({ handlerTimeoutMs: false, deliveryTimeoutMs: false, maxClaimMs: 100 });
     webhooks.on('image.created', () => new Promise<void>(() => {}));
     const answer = await webhooks.handle(createSignedRequest(createTestEvent('image.created'), { secret: SECRET }));
@@ -197,7 +206,9 @@ describe('a run that never settles: maxClaimMs', () => {
     expect(errors.map((e) => e.code).sort()).toEqual(['CLAIM_RELEASED', 'HANDLER_TIMEOUT']);
   });
 
-  it('a handler that settles after the release records the event, so later retries are duplicates', async () => {
+  it('a handler that settles after the release records the event, so later retries are duplicates', async ({
+    expect,
+  }) => {
     const { webhooks, errors } = setup({ handlerTimeoutMs: 20, maxClaimMs: 60 });
     const gate = deferred();
     let runs = 0;
@@ -216,15 +227,17 @@ describe('a run that never settles: maxClaimMs', () => {
     expect(runs).toBe(1);
   });
 
-  it('defaults to 15 minutes; false keeps the claim until the handlers end; a bad value throws', () => {
+  it('defaults to 15 minutes; false keeps the claim until the handlers end; a bad value throws', ({ expect }) => {
     expect(() => new Webhooks({ secret: SECRET, maxClaimMs: false })).not.toThrow();
     expect(() => new Webhooks({ secret: SECRET, maxClaimMs: 0 })).toThrow(/pixhook: maxClaimMs must be a positive/);
     expect(() => new Webhooks({ secret: SECRET, maxClaimMs: '900000' as never })).toThrow(/maxClaimMs/);
   });
 });
 
-describe('one time budget per delivery: deliveryTimeoutMs', () => {
-  it('a slow body plus a hung handler is answered when the budget ends, not body time + handlerTimeoutMs', async () => {
+describe.concurrent('one time budget per delivery: deliveryTimeoutMs', () => {
+  it('a slow body plus a hung handler is answered when the budget ends, not body time + handlerTimeoutMs', async ({
+    expect,
+  }) => {
     // Without the budget: 400 ms of body + handlerTimeoutMs (8 s).
     const { webhooks, errors } = setup({ bodyTimeoutMs: 8_000, handlerTimeoutMs: 8_000, deliveryTimeoutMs: 600 });
     webhooks.on('image.created', () => new Promise<void>(() => {}));
@@ -246,7 +259,7 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     expect(took).toBeLessThan(5_000);
   });
 
-  it('the body deadline is the budget when the budget is shorter', async () => {
+  it('the body deadline is the budget when the budget is shorter', async ({ expect }) => {
     const { webhooks } = setup({ bodyTimeoutMs: 5_000, deliveryTimeoutMs: 250 });
     let given: number | undefined;
     const delivery = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
@@ -261,7 +274,7 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     expect(webhooks.bodyTimeoutMs).toBe(250);
   });
 
-  it('a completion slower than the budget does not hold the answer: 200 when the budget ends', async () => {
+  it('a completion slower than the budget does not hold the answer: 200 when the budget ends', async ({ expect }) => {
     const gate = deferred();
     const store: IdempotencyStore = {
       claim: async () => 'claimed',
@@ -278,7 +291,7 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     gate.resolve();
   });
 
-  it('a release still on its way when the budget ends does not hold the 500', async () => {
+  it('a release still on its way when the budget ends does not hold the 500', async ({ expect }) => {
     const gate = deferred();
     const store: IdempotencyStore = {
       claim: async () => 'claimed',
@@ -300,7 +313,7 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     await vi.waitFor(() => expect(errors.map((e) => e.code)).toEqual(['HANDLER_FAILED']), { timeout: 5_000 });
   });
 
-  it('queued mode: the write to the queue gets what is left of the budget when that is shorter', async () => {
+  it('queued mode: the write to the queue gets what is left of the budget when that is shorter', async ({ expect }) => {
     const queue = { enqueue: () => new Promise<never>(() => {}), enqueueTimeoutMs: 5_000 };
     const { webhooks, errors } = setup({ queue, deliveryTimeoutMs: 300 });
     const delivery = createSignedRequest(createTestEvent('image.created'), { secret: SECRET });
@@ -318,7 +331,7 @@ describe('one time budget per delivery: deliveryTimeoutMs', () => {
     expect(performance.now() - started).toBeLessThan(3_000);
   });
 
-  it('defaults to 8 s; false turns it off; a bad value throws', () => {
+  it('defaults to 8 s; false turns it off; a bad value throws', ({ expect }) => {
     expect(() => new Webhooks({ secret: SECRET, deliveryTimeoutMs: false })).not.toThrow();
     expect(() => new Webhooks({ secret: SECRET, deliveryTimeoutMs: -5 })).toThrow(
       /pixhook: deliveryTimeoutMs must be a positive/,
