@@ -1,28 +1,32 @@
 import { ensureBuilt, run } from '@pixhook/test-helpers/cli';
 import { failFirst, type Receiver, receiver, slow } from '@pixhook/test-helpers/receivers';
-import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, type TestContext, test } from 'vitest';
 
 const SCHEDULE = [60, 300, 1_800, 7_200, 21_600, 86_400];
-const open: Receiver[] = [];
 
-async function start(...args: Parameters<typeof receiver>): Promise<Receiver> {
+/** A receiver, closed when the test that started it ends (its own hook: right in concurrent tests). */
+async function start(
+  onTestFinished: TestContext['onTestFinished'],
+  ...args: Parameters<typeof receiver>
+): Promise<Receiver> {
   const r = await receiver(...args);
-  open.push(r);
+  onTestFinished(() => r.close());
   return r;
 }
 
 beforeAll(() => ensureBuilt());
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((r) => r.close()));
-});
 
 function gaps(r: Receiver): number[] {
   return r.arrivals.slice(1).map((arrival, i) => arrival.at - (r.arrivals[i]?.at as number));
 }
 
-describe('pixhook simulate', () => {
-  test('a receiver failing the first 3 attempts: delivered at attempt 4, after delays in order and proportion', async () => {
-    const r = await start('koa', failFirst(3));
+// Concurrently: each test has its own receiver and CLI process, and waits on them.
+describe.concurrent('pixhook simulate', () => {
+  test('a receiver failing the first 3 attempts: delivered at attempt 4, after delays in order and proportion', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const r = await start(onTestFinished, 'koa', failFirst(3));
     // 1 min, 5 min and 30 min become 100, 500 and 3,000 ms: each delay is longer than the one
     // before plus a busy machine's slack, so the order shows whatever the machine's load.
     const timeScale = 600;
@@ -61,8 +65,11 @@ describe('pixhook simulate', () => {
     expect(stdout).toContain('delivered at attempt 4 of 7, 36 min after the first (service time)');
   });
 
-  test('a receiver that always fails: auto-disabled after the first attempt and six retries; exit 1', async () => {
-    const r = await start('fastify', failFirst(Number.POSITIVE_INFINITY));
+  test('a receiver that always fails: auto-disabled after the first attempt and six retries; exit 1', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const r = await start(onTestFinished, 'fastify', failFirst(Number.POSITIVE_INFINITY));
     const { code, stdout } = await run(['simulate', r.url, '--time-scale', '1000000', '--json']);
 
     expect(code).toBe(1);
@@ -75,8 +82,11 @@ describe('pixhook simulate', () => {
     expect(r.arrivals.every((a) => a.deliveryId === result.deliveryId && a.event.id === result.eventId)).toBe(true);
   });
 
-  test('--max-attempts changes the count; the text ends with the endpoint auto-disabled', async () => {
-    const r = await start('express', failFirst(Number.POSITIVE_INFINITY));
+  test('--max-attempts changes the count; the text ends with the endpoint auto-disabled', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const r = await start(onTestFinished, 'express', failFirst(Number.POSITIVE_INFINITY));
     const { code, stdout } = await run(['simulate', r.url, '--time-scale', '1000000', '--max-attempts', '3']);
 
     expect(code).toBe(1);
@@ -86,10 +96,11 @@ describe('pixhook simulate', () => {
     expect(stdout).toContain('email the account owner');
   });
 
-  test('an answer after the deadline counts as a failed attempt', async () => {
+  test('an answer after the deadline counts as a failed attempt', async ({ expect, onTestFinished }) => {
     // De-duplication off, so the second attempt is not answered 409 while the first still runs.
     // The deadline leaves the prompt second attempt time to answer on a busy machine.
     const r = await start(
+      onTestFinished,
       'express',
       slow(4_000, (n) => n === 1),
       { store: false },
@@ -107,8 +118,11 @@ describe('pixhook simulate', () => {
     expect(r.arrivals).toHaveLength(2);
   });
 
-  test('a receiver that is always too slow ends auto-disabled, each attempt shown as past the deadline', async () => {
-    const r = await start('koa', slow(400), { store: false });
+  test('a receiver that is always too slow ends auto-disabled, each attempt shown as past the deadline', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const r = await start(onTestFinished, 'koa', slow(400), { store: false });
     const { code, stdout } = await run([
       'simulate',
       r.url,
@@ -125,7 +139,7 @@ describe('pixhook simulate', () => {
     expect(stdout).toContain('endpoint auto-disabled');
   });
 
-  test('nobody listening: every attempt fails to connect, and the hint is given once', async () => {
+  test('nobody listening: every attempt fails to connect, and the hint is given once', async ({ expect }) => {
     const { code, stdout } = await run([
       'simulate',
       'http://127.0.0.1:1/webhooks',
@@ -139,15 +153,20 @@ describe('pixhook simulate', () => {
     expect(stdout.match(/hint: nothing accepts connections on 127\.0\.0\.1:1/g)).toHaveLength(1);
   });
 
-  test('retries compressed below the handler’s run get 409 IN_FLIGHT: said so, with a smaller --time-scale to try', async () => {
+  test('retries compressed below the handler’s run get 409 IN_FLIGHT: said so, with a smaller --time-scale to try', async ({
+    expect,
+    onTestFinished,
+  }) => {
     // Attempt 1 times out after 2 s while its handler runs 6 s; at this scale every retry comes during
     // that run. (The deadline gives attempt 1 time to reach the handler on a busy machine.)
     const [text, json] = await Promise.all([
       start(
+        onTestFinished,
         'koa',
         slow(6_000, (n) => n === 1),
       ),
       start(
+        onTestFinished,
         'express',
         slow(6_000, (n) => n === 1),
       ),
