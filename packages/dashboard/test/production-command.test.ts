@@ -3,7 +3,7 @@ import { describeWithPostgres, type PostgresServer, startPostgresServer } from '
 import { type RedisServer, startRedisServer } from '@pixhook/test-helpers/redis-server';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, type TestContext, test } from 'vitest';
 import { type RunningDashboard, startDashboard } from './helpers/dashboard.js';
 import { bullmqDeadLetters, pgBossDeadLetters, postgresArchive, seedEvents, uniqueName } from './helpers/production.js';
 
@@ -17,7 +17,6 @@ let postgres: PostgresServer;
 let redis: RedisServer;
 let pool: pg.Pool;
 let boss: PgBoss;
-const cleanups: (() => Promise<unknown>)[] = [];
 /** A password the test cluster (trust authentication) ignores: it must never be printed. */
 const PASSWORD = 'pw_s3cret_9f8e';
 
@@ -30,9 +29,6 @@ beforeAll(async () => {
   boss.on('error', () => {});
   await boss.start();
 }, 180_000);
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
 afterAll(async () => {
   await boss?.stop({ graceful: false, wait: true });
   await pool?.end();
@@ -44,9 +40,14 @@ function withPassword(url: string): string {
   return url.replace('postgres@', `postgres:${PASSWORD}@`);
 }
 
-async function running(args: string[], env?: Record<string, string>): Promise<RunningDashboard> {
+/** The dashboard, stopped when the test that started it ends (its own hook: right in concurrent tests). */
+async function running(
+  onTestFinished: TestContext['onTestFinished'],
+  args: string[],
+  env?: Record<string, string>,
+): Promise<RunningDashboard> {
   const dashboard = await startDashboard(args, { secret: null, ...(env ? { env } : {}) });
-  cleanups.push(() => dashboard.stop());
+  onTestFinished(() => dashboard.stop());
   return dashboard;
 }
 
@@ -62,18 +63,22 @@ function api(dashboard: RunningDashboard, path: string, body?: unknown) {
   });
 }
 
-describeWithPostgres('pixhook dashboard with production', () => {
-  test('--postgres --redis --queue --table --read-only: the inbox and both engines’ dead letters, changes refused, the password never printed', async () => {
+// Concurrently: each test has its own table, queues and dashboard, closed when it ends (in reverse order).
+describeWithPostgres.concurrent('pixhook dashboard with production', () => {
+  test('--postgres --redis --queue --table --read-only: the inbox and both engines’ dead letters, changes refused, the password never printed', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const opened = await postgresArchive(pool);
-    cleanups.push(() => opened.close());
+    onTestFinished(() => opened.close());
     const seeded = await seedEvents(opened.archive, 3);
     const name = uniqueName('dash-cli').replace('_', '-');
     const bull = await bullmqDeadLetters(redis.port, name, 1);
-    cleanups.push(() => bull.close());
+    onTestFinished(() => bull.close());
     const pgboss = await pgBossDeadLetters(boss, name, 2);
-    cleanups.push(() => pgboss.close());
+    onTestFinished(() => pgboss.close());
 
-    const dashboard = await running([
+    const dashboard = await running(onTestFinished, [
       '--postgres',
       withPassword(postgres.url),
       '--redis',
@@ -110,12 +115,16 @@ describeWithPostgres('pixhook dashboard with production', () => {
     expect(JSON.stringify(info)).not.toContain(PASSWORD);
   });
 
-  test('--postgres alone reads DATABASE_URL; the views that cannot be opened are left out with a warning', async () => {
+  test('--postgres alone reads DATABASE_URL; the views that cannot be opened are left out with a warning', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const opened = await postgresArchive(pool);
-    cleanups.push(() => opened.close());
+    onTestFinished(() => opened.close());
     await seedEvents(opened.archive, 2);
     // No pg-boss queue of that name: the dead letters are left out, the inbox is there.
     const dashboard = await running(
+      onTestFinished,
       ['--postgres', '--queue', uniqueName('none').replace('_', '-'), '--table', opened.table],
       {
         DATABASE_URL: withPassword(postgres.url),
@@ -130,16 +139,18 @@ describeWithPostgres('pixhook dashboard with production', () => {
     expect(dashboard.output()).not.toContain(PASSWORD);
   });
 
-  test('usage errors (exit 2) and a server that cannot be reached (exit 1), the password masked', async () => {
-    const stray = await run(['dashboard', '--port', '0', '--queue', 'billing'], { secret: null });
+  test('usage errors (exit 2) and a server that cannot be reached (exit 1), the password masked', async ({
+    expect,
+  }) => {
+    const [stray, noEnv, down] = await Promise.all([
+      run(['dashboard', '--port', '0', '--queue', 'billing'], { secret: null }),
+      run(['dashboard', '--port', '0', '--postgres'], { secret: null }),
+      run(['dashboard', '--port', '0', '--redis', `redis://:${PASSWORD}@127.0.0.1:1`], { secret: null }),
+    ]);
     expect(stray.code).toBe(2);
     expect(stray.stderr).toMatch(/go with --postgres or --redis/);
-    const noEnv = await run(['dashboard', '--port', '0', '--postgres'], { secret: null });
     expect(noEnv.code).toBe(2);
     expect(noEnv.stderr).toMatch(/--postgres without a URL reads DATABASE_URL, which is not set/);
-    const down = await run(['dashboard', '--port', '0', '--redis', `redis://:${PASSWORD}@127.0.0.1:1`], {
-      secret: null,
-    });
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/Nothing of production could be opened/);
     expect(down.stderr).toContain('redis://:***@127.0.0.1:1');
