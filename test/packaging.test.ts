@@ -182,6 +182,13 @@ const installCliAlone = () => {
   return cliAlone;
 };
 
+/** @pixhook/cli, core and the dashboard installed with npm together, for the dashboard's test. */
+let dashboardBeside: Promise<string> | undefined;
+const installDashboardBeside = () => {
+  dashboardBeside ??= npmInstalled(['@pixhook/cli', '@pixhook/core', '@pixhook/dashboard'], 'pixhook-dashboard-');
+  return dashboardBeside;
+};
+
 /** Runs attw on every tarball, two at a time (each loads the TypeScript compiler). */
 function startAttw(): void {
   const [command, prefix] = attwCommand(ROOT);
@@ -205,11 +212,21 @@ beforeAll(async () => {
   copyFileSync(join(ROOT, 'test/helpers/packaging-probe.mjs'), join(scratch, 'probe.mjs'));
   copyFileSync(join(ROOT, 'test/helpers/packaging-probe.cjs'), join(scratch, 'probe.cjs'));
   [esm, cjs] = await Promise.all([probe(join(scratch, 'probe.mjs')), probe(join(scratch, 'probe.cjs'))]);
+  // Both npm installs start once the hook's own work is done, together, while the other tests run.
+  // The tests that use them await them (and fail with an install's error: caught here only so that
+  // it is not unhandled meanwhile).
+  const names = new Set(packages.map((pkg) => pkg.name));
+  if (names.has('@pixhook/cli') && names.has('@pixhook/core')) {
+    installCliAlone().catch(() => {});
+    if (names.has('@pixhook/dashboard')) installDashboardBeside().catch(() => {});
+  }
 }, 60_000);
 
 afterAll(async () => {
   // Let attw runs that a failed test did not wait for finish before their files go.
   await Promise.allSettled(attw.values());
+  // And the npm installs started in beforeAll, even those no test ran to wait for.
+  await Promise.allSettled([cliAlone, dashboardBeside]);
   for (const dir of [scratch, ...cleanups]) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -359,7 +376,7 @@ describe.each(packages)('$name', (pkg) => {
 
   if (pkg.name === '@pixhook/dashboard') {
     it('installs with npm beside @pixhook/cli: `pixhook dashboard` loads it and serves its page from the installed package', async () => {
-      const app = await npmInstalled(['@pixhook/cli', '@pixhook/core', '@pixhook/dashboard'], 'pixhook-dashboard-');
+      const app = await installDashboardBeside();
       await servesDashboard(join(app, 'node_modules/.bin/pixhook'), app);
     }, 180_000);
   }
