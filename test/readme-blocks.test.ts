@@ -526,8 +526,9 @@ if (withRedis.length > 16)
   throw new Error('Redis has 16 databases: more Redis programs than that need another way apart');
 
 // Concurrently (each program has its own folder, port, Redis database and Postgres database): most of
-// the time is spent waiting for processes to start.
-describe('README blocks run as printed', () => {
+// the time is spent waiting for processes to start. The three groups run at once too, so Redis and
+// Postgres start while the plain programs run.
+describe.concurrent('README blocks run as printed', () => {
   it.concurrent.each(plain.map((program) => [program.title, program] as const))(
     '%s',
     async (_title, program) => {
@@ -537,7 +538,7 @@ describe('README blocks run as printed', () => {
   );
 });
 
-describeWithRedis('README blocks run as printed, with Redis', () => {
+describeWithRedis.concurrent('README blocks run as printed, with Redis', () => {
   let redis: RedisServer;
   beforeAll(async () => {
     redis = await startRedisServer();
@@ -555,7 +556,7 @@ describeWithRedis('README blocks run as printed, with Redis', () => {
   );
 });
 
-describeWithPostgres('README blocks run as printed, with Postgres', () => {
+describeWithPostgres.concurrent('README blocks run as printed, with Postgres', () => {
   let postgres: PostgresServer;
   beforeAll(async () => {
     postgres = await startPostgresServer();
