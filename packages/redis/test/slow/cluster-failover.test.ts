@@ -26,7 +26,7 @@ const GIVE_UP_MS = 90_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The ioredis Cluster options the README recommends: commands during a failover wait a little and retry, bounded by the store's timeoutMs. */
-export function clusterClient(startupNodes: { host: string; port: number }[]): Cluster {
+function clusterClient(startupNodes: { host: string; port: number }[]): Cluster {
   const client = new Cluster(startupNodes, {
     retryDelayOnFailover: 200,
     retryDelayOnClusterDown: 200,
