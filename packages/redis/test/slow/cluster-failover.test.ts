@@ -128,9 +128,15 @@ describeWithRedisCluster('RedisStore on a Redis Cluster: load and a master failo
       // Every status is 200, 409 (in flight elsewhere) or 503 (the store unreachable): never a 500.
       expect([...statuses.keys()].filter((status) => ![200, 409, 503].includes(status))).toEqual([]);
       expect(afterFirst[503] ?? 0).toBeGreaterThan(0);
-      // Runs twice only for completions acknowledged and lost with the killed master (a third of
-      // the keys, during the replication lag): a handful at most, never a wave.
-      expect(twice.length).toBeLessThanOrEqual(CONCURRENCY);
+      // Runs twice only for completions acknowledged and lost with the killed master: events whose
+      // keys are in its slots (now the promoted replica's), never an event of another master. How
+      // many depends on the replication lag at the kill (0 in most runs; on a loaded CI machine,
+      // once, every completion of the run on that master: the README gives both).
+      const elsewhere: string[] = [];
+      for (const event of twice) {
+        if ((await cluster.masterOf(prefix + event.id)) !== promoted.port) elsewhere.push(event.id);
+      }
+      expect(elsewhere).toEqual([]);
     } finally {
       for (const app of apps) await app.close();
     }
